@@ -1,0 +1,386 @@
+/* Per-communicator state and the hierarchical all-reduce driver.
+ *
+ * State is made collectively on a communicator's first eligible call and
+ * cached as an attribute; a duplicate gets its own (MPI_COMM_NULL_COPY_FN).
+ * The delete callback makes no MPI call: it unmaps the segment and leaves
+ * har's internal communicators on a list that the next har entry frees. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "hier.h"
+#include "seg.h"
+
+typedef struct har_state {
+    struct har_state *next, *prev;  /* every live state, for MPI_Finalize */
+    MPI_Comm comm;                  /* the application's communicator */
+    int usable;                     /* 0: every call goes to the MPI, for good */
+    int rank, local_rank, local_size, node, nnodes, uniform;
+    MPI_Comm node_comm, rail_comm, leader_comm;  /* MPI_COMM_NULL where unused */
+    har_algo_cfg_t cfg;             /* rank 0's */
+    har_seg_t seg;
+    unsigned chunk_seq;             /* picks the slot parity; same on all ranks */
+    char *scratch;                  /* slot_bytes: ring blocks, device output staging */
+} har_state_t;
+
+static int keyval = MPI_KEYVAL_INVALID, self_keyval = MPI_KEYVAL_INVALID;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static har_state_t *live;           /* list of states, under lock */
+static int segments;                /* states holding a segment, under lock */
+static MPI_Comm *doomed;            /* internal communicators to free, under lock */
+static size_t ndoomed, doomed_cap;
+static unsigned seg_counter;
+
+static void release_segment(har_state_t *st)
+{
+    if (!st->seg.base) return;
+    har_seg_detach(&st->seg);
+    pthread_mutex_lock(&lock);
+    segments--;
+    pthread_mutex_unlock(&lock);
+}
+
+/* No MPI calls here: the MPI may be finalizing. */
+static void state_free(har_state_t *st)
+{
+    release_segment(st);
+    free(st->scratch);
+    pthread_mutex_lock(&lock);
+    MPI_Comm internal[3] = {st->node_comm, st->rail_comm, st->leader_comm};
+    for (int i = 0; i < 3; i++) {
+        if (internal[i] == MPI_COMM_NULL) continue;
+        if (ndoomed == doomed_cap) {
+            size_t cap = doomed_cap ? 2 * doomed_cap : 16;
+            MPI_Comm *grown = realloc(doomed, cap * sizeof *grown);
+            if (!grown) break;  /* leaks a handle, not memory we own */
+            doomed = grown;
+            doomed_cap = cap;
+        }
+        doomed[ndoomed++] = internal[i];
+    }
+    if (st->prev) st->prev->next = st->next;
+    else if (live == st) live = st->next;
+    if (st->next) st->next->prev = st->prev;
+    pthread_mutex_unlock(&lock);
+    free(st);
+}
+
+static int delete_cb(MPI_Comm comm, int kv, void *attr, void *extra)
+{
+    (void)comm; (void)kv; (void)extra;
+    state_free(attr);
+    return MPI_SUCCESS;
+}
+
+/* Frees the internal communicators of released states (MPI_Comm_free is
+ * local in practice, so doing it later on one rank is safe). */
+static void free_doomed(void)
+{
+    pthread_mutex_lock(&lock);
+    MPI_Comm *list = doomed;
+    size_t n = ndoomed;
+    doomed = NULL;
+    ndoomed = doomed_cap = 0;
+    pthread_mutex_unlock(&lock);
+    for (size_t i = 0; i < n; i++) PMPI_Comm_free(&list[i]);
+    free(list);
+}
+
+/* Backstop when MPI_Finalize bypassed our wrapper: MPI deletes
+ * MPI_COMM_SELF's attributes first thing in MPI_Finalize. */
+static int self_delete_cb(MPI_Comm comm, int kv, void *attr, void *extra)
+{
+    (void)comm; (void)kv; (void)attr; (void)extra;
+    pthread_mutex_lock(&lock);
+    har_state_t *st = live;
+    pthread_mutex_unlock(&lock);
+    for (; st; st = st->next) release_segment(st);
+    return MPI_SUCCESS;
+}
+
+void har_hier_init(void)
+{
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_cb, &keyval, NULL);
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_delete_cb, &self_keyval, NULL);
+    PMPI_Comm_set_attr(MPI_COMM_SELF, self_keyval, NULL);
+}
+
+void har_hier_finalize(void)
+{
+    for (;;) {
+        pthread_mutex_lock(&lock);
+        har_state_t *st = live;
+        pthread_mutex_unlock(&lock);
+        if (!st) break;
+        PMPI_Comm_delete_attr(st->comm, keyval);  /* runs delete_cb, which unlinks st */
+    }
+    free_doomed();
+    PMPI_Comm_delete_attr(MPI_COMM_SELF, self_keyval);
+    PMPI_Comm_free_keyval(&keyval);
+    PMPI_Comm_free_keyval(&self_keyval);
+}
+
+/* Node, rails, leaders and segment. Collective over comm; every rank returns
+ * the same `usable`. */
+static void state_setup(har_state_t *st)
+{
+    MPI_Comm comm = st->comm, shared, leaders;
+    int size, ok = 1;
+    PMPI_Comm_rank(comm, &st->rank);
+    PMPI_Comm_size(comm, &size);
+    har_algo_cfg_local(&st->cfg);
+    PMPI_Bcast(&st->cfg, (int)sizeof st->cfg, MPI_BYTE, 0, comm);
+
+    PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, st->rank, MPI_INFO_NULL, &shared);
+    int shared_rank;
+    PMPI_Comm_rank(shared, &shared_rank);
+    if (st->cfg.node_size > 0) {
+        PMPI_Comm_split(shared, (int)(shared_rank / st->cfg.node_size), st->rank, &st->node_comm);
+        PMPI_Comm_free(&shared);
+    } else {
+        st->node_comm = shared;
+    }
+    PMPI_Comm_rank(st->node_comm, &st->local_rank);
+    PMPI_Comm_size(st->node_comm, &st->local_size);
+    PMPI_Comm_split(comm, st->local_rank == 0 ? 0 : MPI_UNDEFINED, st->rank, &leaders);
+    if (st->local_rank == 0) {
+        PMPI_Comm_rank(leaders, &st->node);
+        PMPI_Comm_size(leaders, &st->nnodes);
+    }
+    int node_info[2] = {st->node, st->nnodes};
+    PMPI_Bcast(node_info, 2, MPI_INT, 0, st->node_comm);
+    st->node = node_info[0];
+    st->nnodes = node_info[1];
+    int sizes[2] = {-st->local_size, st->local_size};  /* min and max in one call */
+    PMPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, comm);
+    st->uniform = -sizes[0] == sizes[1];
+    if (st->nnodes > 1 && st->uniform)
+        PMPI_Comm_split(comm, st->local_rank, st->node, &st->rail_comm);
+    if (st->nnodes > 1 && !st->uniform && st->local_rank == 0) st->leader_comm = leaders;
+    else if (leaders != MPI_COMM_NULL) PMPI_Comm_free(&leaders);
+    MPI_Comm internal[3] = {st->node_comm, st->rail_comm, st->leader_comm};
+    for (int i = 0; i < 3; i++)
+        if (internal[i] != MPI_COMM_NULL) PMPI_Comm_set_errhandler(internal[i], MPI_ERRORS_RETURN);
+
+    /* The segment: local rank 0 makes it, the others map it by name. */
+    pthread_mutex_lock(&lock);
+    int over_cap = segments >= har_cfg.max_comms.i;
+    if (!over_cap) segments++;
+    pthread_mutex_unlock(&lock);
+    struct { char name[56]; int ok; } seg_name = {"", 0};
+    size_t slot = (size_t)st->cfg.slot_bytes;
+    if (st->local_rank == 0 && !over_cap) {
+        snprintf(seg_name.name, sizeof seg_name.name, "/har-%d-%u-%d", (int)getpid(),
+                 __atomic_fetch_add(&seg_counter, 1, __ATOMIC_RELAXED), st->rank);
+        seg_name.ok = har_seg_create(seg_name.name, st->local_size, slot) == 0;
+    }
+    PMPI_Bcast(&seg_name, (int)sizeof seg_name, MPI_BYTE, 0, st->node_comm);
+    if (over_cap) {
+        ok = 0;
+        HAR_LOG(HAR_LOG_DEBUG, "HAR_MAX_COMMS=%lld communicators already hold a segment", har_cfg.max_comms.i);
+    } else if (!seg_name.ok || har_seg_attach(&st->seg, seg_name.name, st->local_rank) != 0) {
+        ok = 0;
+        pthread_mutex_lock(&lock);
+        segments--;
+        pthread_mutex_unlock(&lock);
+    }
+    st->scratch = malloc(slot);
+    if (!st->scratch) ok = 0;
+    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+    /* Everyone has mapped it (or given up): the name can go, so that a
+     * crash leaves nothing behind in /dev/shm. */
+    if (st->local_rank == 0 && seg_name.ok) har_seg_unlink(seg_name.name);
+    st->usable = ok;
+    if (!ok) {
+        release_segment(st);
+        if (st->rank == 0)
+            har_log(HAR_LOG_WARN, "node segment could not be set up on every rank; "
+                    "this communicator's all-reduces go to the MPI");
+        return;
+    }
+    HAR_LOG(HAR_LOG_DEBUG, "communicator of %d ranks: node %d of %d, local rank %d of %d, %s, segment %zu bytes",
+            size, st->node, st->nnodes, st->local_rank, st->local_size,
+            st->nnodes == 1 ? "one node" : st->uniform ? "rails" : "leader",
+            har_seg_bytes(st->local_size, slot));
+}
+
+static har_state_t *state_get(MPI_Comm comm)
+{
+    har_state_t *st;
+    int found = 0;
+    free_doomed();
+    if (PMPI_Comm_get_attr(comm, keyval, &st, &found) != MPI_SUCCESS) return NULL;
+    if (found) return st;
+    st = calloc(1, sizeof *st);
+    if (!st) return NULL;  /* decided locally: too dangerous to go on collectively */
+    st->comm = comm;
+    st->node_comm = st->rail_comm = st->leader_comm = MPI_COMM_NULL;
+    int inter = 0, size = 1;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (!inter) PMPI_Comm_size(comm, &size);
+    /* Both facts are the same on every rank: no collective needed to agree. */
+    if (!inter && size > 1) state_setup(st);
+    pthread_mutex_lock(&lock);
+    st->next = live;
+    if (live) live->prev = st;
+    live = st;
+    pthread_mutex_unlock(&lock);
+    PMPI_Comm_set_attr(comm, keyval, st);
+    return st;
+}
+
+/* ---- one chunk through the node segment ---------------------------------- */
+
+typedef struct {
+    har_state_t *st;
+    const char *in;
+    char *out;
+    size_t n, elem;
+    har_reduce_fn fn;
+    MPI_Datatype type;
+    MPI_Op op;
+    int out_on_host;
+} chunk_t;
+
+static int wait_all(har_state_t *st, const char *step)
+{
+    har_wait_ctx_t ctx = {step, st->rank, st->node, st->cfg.timeout};
+    har_wait_rc_t rc = har_seg_wait_all(&st->seg, st->seg.my_epoch, &ctx);
+    static const har_error_t errs[] = {0, HAR_ERR_PEER_DEAD, HAR_ERR_TIMEOUT, HAR_ERR_PEER_FAILED};
+    return rc == HAR_WAIT_OK ? MPI_SUCCESS : har_error_code(errs[rc]);
+}
+
+static int wait_one(har_state_t *st, int peer, const char *step)
+{
+    har_wait_ctx_t ctx = {step, st->rank, st->node, st->cfg.timeout};
+    har_wait_rc_t rc = har_seg_wait(&st->seg, peer, st->seg.my_epoch, &ctx);
+    static const har_error_t errs[] = {0, HAR_ERR_PEER_DEAD, HAR_ERR_TIMEOUT, HAR_ERR_PEER_FAILED};
+    return rc == HAR_WAIT_OK ? MPI_SUCCESS : har_error_code(errs[rc]);
+}
+
+/* Step 0 and 1a: announce the memory kind, put this rank's input in its slot. */
+static int arrive(const chunk_t *c, char *slot)
+{
+    har_mem_kind_t kind = har_mem_kind(c->in);
+    atomic_store_explicit(&har_seg_ctl(&c->st->seg, c->st->local_rank)->kind, kind, memory_order_relaxed);
+    if (har_mem_copy(slot, c->in, c->n * c->elem) != 0) return har_error_code(HAR_ERR_CUDA);
+    har_seg_signal(&c->st->seg);
+    return wait_all(c->st, "input");
+}
+
+/* Every rank reduces the whole vector, in rank order, from all slots. */
+static int one_shot(const chunk_t *c, unsigned parity)
+{
+    har_state_t *st = c->st;
+    int rc = arrive(c, har_seg_slot(&st->seg, st->local_rank, parity));
+    if (rc != MPI_SUCCESS) return rc;
+    size_t bytes = c->n * c->elem;
+    char *acc = c->out_on_host ? c->out : st->scratch;
+    memcpy(acc, har_seg_slot(&st->seg, 0, parity), bytes);
+    for (int r = 1; r < st->local_size; r++) c->fn(acc, har_seg_slot(&st->seg, r, parity), c->n);
+    if (!c->out_on_host && har_mem_copy(c->out, acc, bytes) != 0) return har_error_code(HAR_ERR_CUDA);
+    return MPI_SUCCESS;
+}
+
+/* Inter-node step on a reduced block: ring or the MPI's all-reduce. */
+static int inter_node(const chunk_t *c, MPI_Comm across, char *data, size_t n)
+{
+    if (c->st->cfg.inter_mpi) return PMPI_Allreduce(MPI_IN_PLACE, data, (int)n, c->type, c->op, across);
+    return har_ring_allreduce(data, n, c->elem, c->fn, across, c->st->scratch);
+}
+
+/* Reduce-scatter: local rank i reduces shard i; inter-node step on it (rails)
+ * or on the whole vector (leader); all-gather of finished shards. */
+static int two_shot(const chunk_t *c, unsigned parity, unsigned *paths)
+{
+    har_state_t *st = c->st;
+    har_seg_t *seg = &st->seg;
+    int me = st->local_rank, L = st->local_size;
+    char *mine = har_seg_slot(seg, me, parity);
+    int rc = arrive(c, mine);
+    if (rc != MPI_SUCCESS) return rc;
+
+    size_t off, len;
+    har_shard(c->n, c->elem, L, me, &off, &len);
+    char *shard = mine + off * c->elem;
+    /* Own input first, then the others in rank order: a fixed order, and
+     * each shard is reduced by one rank only, so results match everywhere. */
+    for (int r = 0; r < L; r++)
+        if (r != me) c->fn(shard, har_seg_slot(seg, r, parity) + off * c->elem, len);
+    if (st->rail_comm != MPI_COMM_NULL) {
+        /* Counted by plan, not by this rank's share: every rank reports the
+         * same paths for the same call, even one whose shard is empty. */
+        *paths |= HAR_BIT(RAILS) | (st->cfg.inter_mpi ? HAR_BIT(INTER_MPI) : HAR_BIT(RING));
+        if (len > 0 && (rc = inter_node(c, st->rail_comm, shard, len)) != MPI_SUCCESS) return rc;
+    }
+    har_seg_signal(seg);
+
+    if (st->nnodes > 1 && !st->uniform) {
+        /* Leader mode: rank 0 carries the node's vector across nodes and
+         * leaves the result in its own slot (nobody reads its input now). */
+        *paths |= HAR_BIT(LEADER) | (st->cfg.inter_mpi ? HAR_BIT(INTER_MPI) : HAR_BIT(RING));
+        if (me == 0) {
+            if ((rc = wait_all(st, "shard")) != MPI_SUCCESS) return rc;
+            for (int r = 1; r < L; r++) {
+                har_shard(c->n, c->elem, L, r, &off, &len);
+                memcpy(mine + off * c->elem, har_seg_slot(seg, r, parity) + off * c->elem, len * c->elem);
+            }
+            if ((rc = inter_node(c, st->leader_comm, mine, c->n)) != MPI_SUCCESS) return rc;
+        }
+        har_seg_signal(seg);
+        if (me != 0 && (rc = wait_one(st, 0, "leader")) != MPI_SUCCESS) return rc;
+        if (har_mem_copy(c->out, har_seg_slot(seg, 0, parity), c->n * c->elem) != 0)
+            return har_error_code(HAR_ERR_CUDA);
+        return MPI_SUCCESS;
+    }
+
+    if ((rc = wait_all(st, "shard")) != MPI_SUCCESS) return rc;
+    for (int r = 0; r < L; r++) {
+        har_shard(c->n, c->elem, L, r, &off, &len);
+        if (har_mem_copy(c->out + off * c->elem, har_seg_slot(seg, r, parity) + off * c->elem, len * c->elem) != 0)
+            return har_error_code(HAR_ERR_CUDA);
+    }
+    return MPI_SUCCESS;
+}
+
+int har_hier_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, har_reduce_t red,
+                       MPI_Op op, MPI_Comm comm, unsigned *paths)
+{
+    har_state_t *st = state_get(comm);
+    if (!st || !st->usable) return HAR_DECLINED;
+    if (atomic_load(&st->seg.hdr->failed)) {
+        /* A peer gave up on an earlier call (time-out, death): this call
+         * fails here too, so that every rank sees the same failed call, and
+         * the communicator goes to the MPI from the next call on. */
+        st->usable = 0;
+        har_log(HAR_LOG_ERROR, "rank %d (node %d): a local peer reported a failure; "
+                "all-reduces on this communicator now go to the MPI", st->rank, st->node);
+        return har_error_raise(comm, HAR_ERR_PEER_FAILED);
+    }
+    size_t bytes = (size_t)count * red.elem_size;
+    if (bytes < (size_t)st->cfg.min_bytes || bytes > (size_t)st->cfg.max_bytes) return HAR_DECLINED;
+
+    har_plan_t plan = har_plan((size_t)count, red.elem_size, st->local_size, st->nnodes, &st->cfg);
+    *paths |= HAR_BIT(HOST_SEGMENT) | (plan.one_shot ? HAR_BIT(ONE_SHOT) : HAR_BIT(TWO_SHOT));
+    chunk_t c = {st, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf, 0, red.elem_size, red.fn, type, op,
+                 har_mem_kind(rbuf) == HAR_MEM_HOST};
+    int rc = MPI_SUCCESS;
+    for (size_t done = 0; done < (size_t)count && rc == MPI_SUCCESS; done += c.n) {
+        chunk_t part = c;
+        part.n = (size_t)count - done < plan.chunk_elems ? (size_t)count - done : plan.chunk_elems;
+        part.in = c.in + done * c.elem;
+        part.out = c.out + done * c.elem;
+        c.n = part.n;
+        unsigned parity = st->chunk_seq++ & 1;
+        rc = plan.one_shot ? one_shot(&part, parity) : two_shot(&part, parity, paths);
+    }
+    if (rc != MPI_SUCCESS) {
+        /* Peers may be stuck or gone: never touch this segment again. */
+        har_seg_fail(&st->seg);
+        st->usable = 0;
+        har_log(HAR_LOG_ERROR, "rank %d: all-reduces on this communicator now go to the MPI", st->rank);
+        PMPI_Comm_call_errhandler(comm, rc);
+    }
+    return rc;
+}

@@ -1,0 +1,37 @@
+/* The hierarchical all-reduce: node segment, rails or leader, inter-node
+ * ring, and the pure planning functions it uses. */
+#ifndef HAR_HIER_H
+#define HAR_HIER_H
+
+#include "internal.h"
+
+/* Returned by har_hier_allreduce when har does not serve the call (it has
+ * touched nothing; the caller forwards it). Never an MPI error code. */
+#define HAR_DECLINED (-1)
+
+HAR_HIDDEN void har_hier_init(void);
+HAR_HIDDEN void har_hier_finalize(void);
+HAR_HIDDEN int har_hier_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type,
+                                  har_reduce_t red, MPI_Op op, MPI_Comm comm, unsigned *paths);
+
+/* ---- plan.c (pure: no MPI, no CUDA) ---- */
+
+typedef struct {
+    int one_shot;        /* whole vector reduced by every rank; else two-shot */
+    size_t chunk_elems;  /* elements per pass through the segment */
+} har_plan_t;
+
+HAR_HIDDEN har_plan_t har_plan(size_t count, size_t elem_size, int local_size, int nnodes,
+                               const har_algo_cfg_t *cfg);
+/* Shard i of n elements split among `parts`: starts and lengths are
+ * multiples of 64 bytes except the last shard's end. */
+HAR_HIDDEN void har_shard(size_t n, size_t elem_size, int parts, int i, size_t *off, size_t *len);
+
+/* ---- ring.c ---- */
+
+/* In-place ring all-reduce of buf (n elements) over `ring`, through tmp
+ * (at least n elements). Returns an MPI error code. */
+HAR_HIDDEN int har_ring_allreduce(void *buf, size_t n, size_t elem_size, har_reduce_fn fn,
+                                  MPI_Comm ring, void *tmp);
+
+#endif

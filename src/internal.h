@@ -1,0 +1,133 @@
+/* Declarations shared by har's own sources. Nothing here is exported. */
+#ifndef HAR_INTERNAL_H
+#define HAR_INTERNAL_H
+
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <mpi.h>
+#include "har.h"
+
+#define HAR_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- config.c: every HAR_* variable ------------------------------------ */
+
+typedef enum { HAR_T_BOOL, HAR_T_INT, HAR_T_SIZE, HAR_T_SECONDS, HAR_T_STR } har_var_type_t;
+
+/* One row per variable: field, type, default, meaning. "algo" rows steer the
+ * algorithm and are broadcast from rank 0 when a communicator is set up, so
+ * that every rank plans alike. */
+#define HAR_VAR_LIST(X)                                                              \
+    X(enable, HAR_T_BOOL, "1", 0,                                                   \
+      "0 forwards every MPI_Allreduce to the MPI untouched")                        \
+    X(verbose, HAR_T_INT, "0", 0,                                                   \
+      "0 quiet; 1 counters at MPI_Finalize; 2 set-up decisions; 3 every call")      \
+    X(require_path, HAR_T_STR, "", 0,                                               \
+      "path name (see har-info): any call not served by it fails with an MPI error") \
+    X(mpi_cuda_p2p, HAR_T_STR, "auto", 0,                                           \
+      "auto, 0 or 1: can the MPI send and receive device memory")                       \
+    X(mpi_cuda_reduce, HAR_T_STR, "auto", 0,                                        \
+      "auto, 0 or 1: can the MPI's own MPI_Allreduce reduce device memory")             \
+    X(node_size, HAR_T_INT, "0", 1,                                                 \
+      "k>0 splits each node into pretend nodes of k ranks (testing on one machine)") \
+    X(min_bytes, HAR_T_SIZE, "0", 1,                                                \
+      "calls smaller than this go to the MPI")                                      \
+    X(max_bytes, HAR_T_SIZE, "1G", 1,                                               \
+      "calls larger than this go to the MPI")                                       \
+    X(slot_bytes, HAR_T_SIZE, "1M", 1,                                              \
+      "bytes of each rank's data slot in the node segment (two are kept per rank)") \
+    X(one_shot_max, HAR_T_SIZE, "16K", 1,                                           \
+      "largest message reduced one-shot on a single node")                          \
+    X(inter, HAR_T_STR, "ring", 1,                                                  \
+      "ring or mpi: the inter-node step by har's ring or by the MPI's MPI_Allreduce")      \
+    X(max_comms, HAR_T_INT, "16", 0,                                                \
+      "communicators per process that get a node segment; later ones go to the MPI") \
+    X(timeout, HAR_T_SECONDS, "0", 1,                                               \
+      "seconds a rank may wait for a peer before failing; 0 waits for ever (a dead peer is detected either way)") \
+    X(test_corrupt, HAR_T_STR, "", 0,                                               \
+      "test only: RANK:INDEX flips one result element on that rank")                \
+    X(test_require_gpu, HAR_T_BOOL, "0", 0,                                         \
+      "test suite only: GPU tests fail instead of being skipped without a GPU")        \
+    X(test_seed, HAR_T_STR, "", 0,                                                  \
+      "test suite only: seed of the sampled runs (default: a new one, printed)")    \
+    X(test_timeout, HAR_T_SECONDS, "300", 0,                                        \
+      "test suite only: time limit of one MPI job")                                 \
+    X(test_mpis, HAR_T_STR, "openmpi mpich", 0,                                     \
+      "test suite only: the MPIs scripts/test builds and tests against")
+
+typedef struct {
+#define HAR_VAR_FIELD(name, type, def, algo, doc) \
+    struct { long long i; double d; char s[64]; const char *source; } name;
+    HAR_VAR_LIST(HAR_VAR_FIELD)
+#undef HAR_VAR_FIELD
+} har_config_t;
+
+extern HAR_HIDDEN har_config_t har_cfg;
+HAR_HIDDEN void har_config_load(void);
+HAR_HIDDEN void har_config_warn_unknown(void);
+/* Prints every variable: value, source, meaning (markdown table if asked). */
+HAR_HIDDEN void har_config_print(FILE *out, int markdown);
+
+/* The algorithm settings a communicator plans with (rank 0's, broadcast). */
+typedef struct {
+    long long node_size, min_bytes, max_bytes, slot_bytes, one_shot_max;
+    double timeout;
+    int inter_mpi;
+} har_algo_cfg_t;
+HAR_HIDDEN void har_algo_cfg_local(har_algo_cfg_t *a);
+
+/* ---- log.c -------------------------------------------------------------- */
+
+enum { HAR_LOG_ERROR = -1, HAR_LOG_WARN = 0, HAR_LOG_INFO = 1, HAR_LOG_DEBUG = 2, HAR_LOG_TRACE = 3 };
+HAR_HIDDEN void har_log_set_rank(int rank);
+HAR_HIDDEN void har_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define HAR_LOG(level, ...) \
+    do { if ((level) <= har_cfg.verbose.i) har_log((level), __VA_ARGS__); } while (0)
+
+/* ---- reduce_cpu.c ------------------------------------------------------- */
+
+/* inout[i] = inout[i] op in[i], for n elements. */
+typedef void (*har_reduce_fn)(void *restrict inout, const void *restrict in, size_t n);
+
+typedef struct {
+    har_reduce_fn fn;   /* NULL: har does not serve this (type, op) */
+    size_t elem_size;
+} har_reduce_t;
+
+/* Looks up the reduction of a predefined datatype and op. */
+HAR_HIDDEN har_reduce_t har_reduce_lookup(MPI_Datatype type, MPI_Op op);
+
+/* ---- mem.c: memory kind and copies -------------------------------------- */
+
+typedef enum { HAR_MEM_HOST = 0, HAR_MEM_DEVICE = 1, HAR_MEM_MANAGED = 2 } har_mem_kind_t;
+
+HAR_HIDDEN har_mem_kind_t har_mem_kind(const void *p);
+/* Copy between any two kinds; returns 0 or -1 (logged). */
+HAR_HIDDEN int har_mem_copy(void *dst, const void *src, size_t bytes);
+HAR_HIDDEN int har_cuda_available(void);
+/* What the MPI underneath can do with device memory, after overrides. */
+HAR_HIDDEN int har_mpi_cuda_p2p(void);
+HAR_HIDDEN int har_mpi_cuda_reduce(void);
+HAR_HIDDEN void har_mem_init(void);
+HAR_HIDDEN void har_mem_finalize(void);
+/* A host buffer of at least `bytes` for one call; release with har_stage_put. */
+HAR_HIDDEN void *har_stage_get(size_t bytes);
+HAR_HIDDEN void har_stage_put(void *buf);
+
+/* ---- gate.c / counters -------------------------------------------------- */
+
+HAR_HIDDEN void har_count(unsigned paths);  /* paths: bit mask of (1u << HAR_PATH_x) */
+HAR_HIDDEN int har_init(void);
+HAR_HIDDEN void har_finalize(void);
+HAR_HIDDEN int har_error_raise(MPI_Comm comm, har_error_t err);
+HAR_HIDDEN int har_forward(const void *sbuf, void *rbuf, int count, MPI_Datatype type,
+                           MPI_Op op, MPI_Comm comm, unsigned *paths);
+HAR_HIDDEN const char *har_mpi_flavour(void);
+
+#define HAR_BIT(p) (1u << HAR_PATH_##p)
+
+#endif

@@ -1,0 +1,176 @@
+/* Memory kind of a buffer, copies between kinds, staging buffers, and what
+ * the MPI underneath can do with device memory.
+ *
+ * har never links the CUDA driver: it looks for a libcuda that the
+ * application already loaded (RTLD_NOLOAD). A process that never touched
+ * CUDA cannot own device memory, so it gets no CUDA call and no context from
+ * har, and libhar loads on machines without CUDA libraries. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+#ifdef HAR_HAVE_CUDA
+#include <cuda.h>
+
+static struct {
+    int loaded;
+    CUresult (*pointer_get_attribute)(void *, CUpointer_attribute, CUdeviceptr);
+    CUresult (*ctx_get_current)(CUcontext *);
+    CUresult (*ctx_push)(CUcontext);
+    CUresult (*ctx_pop)(CUcontext *);
+    CUresult (*memcpy)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*get_error_string)(CUresult, const char **);
+} cu;
+static pthread_mutex_t cu_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Binds the driver entry points if the application has loaded libcuda. */
+static int cuda_bind(void)
+{
+    if (__atomic_load_n(&cu.loaded, __ATOMIC_ACQUIRE)) return 1;
+    void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (!lib) return 0;
+    pthread_mutex_lock(&cu_lock);
+    if (!cu.loaded) {
+        *(void **)&cu.pointer_get_attribute = dlsym(lib, "cuPointerGetAttribute");
+        *(void **)&cu.ctx_get_current = dlsym(lib, "cuCtxGetCurrent");
+        *(void **)&cu.ctx_push = dlsym(lib, "cuCtxPushCurrent_v2");
+        *(void **)&cu.ctx_pop = dlsym(lib, "cuCtxPopCurrent_v2");
+        *(void **)&cu.memcpy = dlsym(lib, "cuMemcpy");
+        *(void **)&cu.get_error_string = dlsym(lib, "cuGetErrorString");
+        int ok = cu.pointer_get_attribute && cu.ctx_get_current && cu.ctx_push &&
+                 cu.ctx_pop && cu.memcpy && cu.get_error_string;
+        if (ok) __atomic_store_n(&cu.loaded, 1, __ATOMIC_RELEASE);
+        else har_log(HAR_LOG_WARN, "libcuda is loaded but lacks the driver calls har needs");
+    }
+    pthread_mutex_unlock(&cu_lock);
+    dlclose(lib);  /* drops only our reference: the application's keeps it loaded */
+    return cu.loaded;
+}
+
+har_mem_kind_t har_mem_kind(const void *p)
+{
+    unsigned int type = 0;
+    int managed = 0;
+    if (!p || p == MPI_IN_PLACE || !cuda_bind()) return HAR_MEM_HOST;
+    /* Unknown to CUDA (or CUDA not initialised): ordinary host memory. */
+    if (cu.pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)p) != CUDA_SUCCESS)
+        return HAR_MEM_HOST;
+    if (type != CU_MEMORYTYPE_DEVICE) return HAR_MEM_HOST;
+    cu.pointer_get_attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, (CUdeviceptr)p);
+    return managed ? HAR_MEM_MANAGED : HAR_MEM_DEVICE;
+}
+
+int har_cuda_available(void) { return cuda_bind(); }
+
+int har_mem_copy(void *dst, const void *src, size_t bytes)
+{
+    if (bytes == 0) return 0;
+    if (har_mem_kind(dst) == HAR_MEM_HOST && har_mem_kind(src) == HAR_MEM_HOST) {
+        memcpy(dst, src, bytes);
+        return 0;
+    }
+    /* cuMemcpy needs a current context; borrow the buffer's own if the
+     * calling thread has none, and put things back as they were. */
+    CUcontext cur = NULL, owner = NULL;
+    cu.ctx_get_current(&cur);
+    if (!cur) {
+        const void *dev = har_mem_kind(dst) != HAR_MEM_HOST ? dst : src;
+        cu.pointer_get_attribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)dev);
+        if (owner) cu.ctx_push(owner);
+    }
+    CUresult r = cu.memcpy((CUdeviceptr)dst, (CUdeviceptr)src, bytes);
+    if (owner) cu.ctx_pop(&owner);
+    if (r != CUDA_SUCCESS) {
+        const char *msg = "unknown";
+        cu.get_error_string(r, &msg);
+        har_log(HAR_LOG_ERROR, "cuMemcpy of %zu bytes failed: %s", bytes, msg);
+        return -1;
+    }
+    return 0;
+}
+#else
+har_mem_kind_t har_mem_kind(const void *p) { (void)p; return HAR_MEM_HOST; }
+int har_cuda_available(void) { return 0; }
+int har_mem_copy(void *dst, const void *src, size_t bytes)
+{
+    memcpy(dst, src, bytes);
+    return 0;
+}
+#endif
+
+/* ---- what the MPI can do with device memory ----------------------------- */
+
+static int mpi_p2p = -1, mpi_reduce = -1;
+
+/* The MPI's own answer, looked up at run time: the query functions differ
+ * between MPIs and releases, and linking one would tie libhar to it. */
+static int mpi_query_cuda(void)
+{
+    int (*ompi_query)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "MPIX_Query_cuda_support");
+    if (ompi_query) return ompi_query() != 0;
+    int (*mpich_query)(int, int *) = (int (*)(int, int *))dlsym(RTLD_DEFAULT, "MPIX_GPU_query_support");
+    int supported = 0;
+    if (mpich_query && mpich_query(0 /* MPIX_GPU_SUPPORT_CUDA */, &supported) == MPI_SUCCESS)
+        return supported != 0;
+    return 0;
+}
+
+static int with_override(const char *setting, int detected)
+{
+    if (strcmp(setting, "0") == 0) return 0;
+    if (strcmp(setting, "1") == 0) return 1;
+    return detected;
+}
+
+void har_mem_init(void)
+{
+    int detected = mpi_query_cuda();
+    /* Both MPIs that answer the query stage or reduce device buffers inside
+     * their collectives once they can move them, so one answer covers both
+     * capabilities unless the user says otherwise. */
+    mpi_p2p = with_override(har_cfg.mpi_cuda_p2p.s, detected);
+    mpi_reduce = with_override(har_cfg.mpi_cuda_reduce.s, detected);
+}
+
+int har_mpi_cuda_p2p(void) { return mpi_p2p; }
+int har_mpi_cuda_reduce(void) { return mpi_reduce; }
+
+/* ---- staging buffers ----------------------------------------------------- */
+
+/* One cached buffer serves the common single-threaded case. A thread that
+ * finds it taken gets a private one: waiting for it could deadlock two
+ * collectives that ranks enter in different orders. */
+static struct { pthread_mutex_t lock; void *buf; size_t size; } stage = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
+
+void *har_stage_get(size_t bytes)
+{
+    if (bytes == 0) bytes = 1;
+    if (pthread_mutex_trylock(&stage.lock) != 0) return malloc(bytes);
+    if (stage.size < bytes) {
+        free(stage.buf);
+        stage.buf = malloc(bytes);
+        stage.size = stage.buf ? bytes : 0;
+    }
+    if (!stage.buf) {
+        pthread_mutex_unlock(&stage.lock);
+        return NULL;
+    }
+    return stage.buf;
+}
+
+void har_stage_put(void *buf)
+{
+    if (buf == stage.buf) pthread_mutex_unlock(&stage.lock);
+    else free(buf);
+}
+
+void har_mem_finalize(void)
+{
+    pthread_mutex_lock(&stage.lock);
+    free(stage.buf);
+    stage.buf = NULL;
+    stage.size = 0;
+    pthread_mutex_unlock(&stage.lock);
+}

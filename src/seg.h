@@ -1,0 +1,76 @@
+/* The node segment on host shared memory, and the synchronisation on it.
+ * MPI-free, so that tests can drive it from forked processes. */
+#ifndef HAR_SEG_H
+#define HAR_SEG_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HAR_LINE 128  /* one flag line per writer; slots start on this boundary */
+
+/* Per-rank control line, written only by its owner (except `dead`, which the
+ * first rank to find the owner gone sets). */
+typedef struct {
+    _Atomic uint64_t epoch;   /* steps this rank has finished; only grows */
+    _Atomic uint32_t kind;    /* memory kind announced at arrival */
+    _Atomic uint32_t dead;
+    pthread_mutex_t alive;    /* robust; held by the owner while attached */
+} har_ctl_t;
+
+typedef struct {
+    uint64_t magic;
+    uint32_t nranks;
+    _Atomic uint32_t failed;  /* some rank gave up: everyone stops waiting */
+    uint64_t slot_bytes;
+} har_seg_hdr_t;
+
+typedef struct {
+    char *base;
+    size_t size, slot_bytes, ctl_stride;
+    int nranks, me;
+    har_seg_hdr_t *hdr;
+    char *slots;
+    uint64_t my_epoch;        /* local copy of ctl(me)->epoch */
+} har_seg_t;
+
+/* Creates and sizes the named segment (pages reserved now, so that a small
+ * /dev/shm fails here and not later with SIGBUS). 0 or -1 (logged). */
+int har_seg_create(const char *name, int nranks, size_t slot_bytes);
+/* Maps it as rank `me` and takes this rank's liveness lock. */
+int har_seg_attach(har_seg_t *seg, const char *name, int me);
+void har_seg_unlink(const char *name);
+void har_seg_detach(har_seg_t *seg);
+size_t har_seg_bytes(int nranks, size_t slot_bytes);
+
+static inline har_ctl_t *har_seg_ctl(const har_seg_t *seg, int rank)
+{
+    return (har_ctl_t *)(seg->base + HAR_LINE + (size_t)rank * seg->ctl_stride);
+}
+/* Rank's slot of the given parity (two per rank, used alternately). */
+static inline char *har_seg_slot(const har_seg_t *seg, int rank, unsigned parity)
+{
+    return seg->slots + ((size_t)rank * 2 + (parity & 1)) * seg->slot_bytes;
+}
+
+/* What a wait reports when it fails. */
+typedef struct {
+    const char *step;         /* "input", "shard", ... */
+    int comm_rank, node;
+    double timeout;           /* seconds; 0 = none */
+} har_wait_ctx_t;
+
+typedef enum { HAR_WAIT_OK = 0, HAR_WAIT_DEAD, HAR_WAIT_TIMEOUT, HAR_WAIT_FAILED } har_wait_rc_t;
+
+/* Finishes one step: release, so that peers that see the new epoch also see
+ * every write this rank made before. Returns the new epoch. */
+uint64_t har_seg_signal(har_seg_t *seg);
+/* Waits until `peer` has finished step `epoch` (acquire). */
+har_wait_rc_t har_seg_wait(har_seg_t *seg, int peer, uint64_t epoch, const har_wait_ctx_t *ctx);
+/* Waits for every rank of the segment. */
+har_wait_rc_t har_seg_wait_all(har_seg_t *seg, uint64_t epoch, const har_wait_ctx_t *ctx);
+/* Tells every peer to stop waiting: this rank will not take part any more. */
+void har_seg_fail(har_seg_t *seg);
+
+#endif

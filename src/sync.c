@@ -1,0 +1,83 @@
+/* Steps, waits and liveness on the node segment.
+ *
+ * A step is finished by bumping this rank's epoch with a release store; a
+ * waiter loads it with acquire. Waits spin briefly, then yield, then sleep:
+ * ranks are often oversubscribed, and a spinning waiter would steal the core
+ * of the peer it waits for. A late peer is normal; a dead one (its robust
+ * lock abandoned) or one past HAR_TIMEOUT ends the wait with an error. */
+#include <errno.h>
+#include <sched.h>
+#include <time.h>
+#include "internal.h"
+#include "seg.h"
+
+#define SPINS 2000
+#define YIELDS 200
+
+uint64_t har_seg_signal(har_seg_t *seg)
+{
+    atomic_store_explicit(&har_seg_ctl(seg, seg->me)->epoch, ++seg->my_epoch, memory_order_release);
+    return seg->my_epoch;
+}
+
+void har_seg_fail(har_seg_t *seg) { atomic_store(&seg->hdr->failed, 1); }
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Is the owner of this control line still there? */
+static int peer_alive(har_ctl_t *ctl)
+{
+    if (atomic_load(&ctl->dead)) return 0;
+    int rc = pthread_mutex_trylock(&ctl->alive);
+    if (rc == EBUSY) return 1;
+    /* EOWNERDEAD: it died holding the lock; 0: it detached. Either way it is
+     * gone; record it for the others and give the lock back. */
+    atomic_store(&ctl->dead, 1);
+    if (rc == EOWNERDEAD) pthread_mutex_consistent(&ctl->alive);
+    if (rc == 0 || rc == EOWNERDEAD) pthread_mutex_unlock(&ctl->alive);
+    return 0;
+}
+
+har_wait_rc_t har_seg_wait(har_seg_t *seg, int peer, uint64_t epoch, const har_wait_ctx_t *ctx)
+{
+    har_ctl_t *ctl = har_seg_ctl(seg, peer);
+    for (int i = 0; i < SPINS; i++)
+        if (atomic_load_explicit(&ctl->epoch, memory_order_acquire) >= epoch) return HAR_WAIT_OK;
+    double start = now();
+    struct timespec nap = {0, 20000};
+    for (unsigned long i = 0;; i++) {
+        if (atomic_load_explicit(&ctl->epoch, memory_order_acquire) >= epoch) return HAR_WAIT_OK;
+        if (i < YIELDS) { sched_yield(); continue; }
+        nanosleep(&nap, NULL);
+        if (nap.tv_nsec < 1000000) nap.tv_nsec += nap.tv_nsec / 4;
+        if (i % 16) continue;  /* the checks below are slower than a flag load */
+        har_wait_rc_t rc = HAR_WAIT_OK;
+        if (atomic_load(&seg->hdr->failed)) rc = HAR_WAIT_FAILED;
+        else if (!peer_alive(ctl)) rc = HAR_WAIT_DEAD;
+        else if (ctx->timeout > 0 && now() - start > ctx->timeout) rc = HAR_WAIT_TIMEOUT;
+        if (rc == HAR_WAIT_OK) continue;
+        /* It may have finished the step just before it left. */
+        if (atomic_load_explicit(&ctl->epoch, memory_order_acquire) >= epoch) return HAR_WAIT_OK;
+        static const char *const what[] = {"", "died", "did not arrive within HAR_TIMEOUT",
+                                           "gave up after a failure of its own or of another peer"};
+        har_log(HAR_LOG_ERROR, "rank %d (node %d): local peer %d %s; step %s, epoch %llu",
+                ctx->comm_rank, ctx->node, peer, what[rc], ctx->step, (unsigned long long)epoch);
+        har_seg_fail(seg);
+        return rc;
+    }
+}
+
+har_wait_rc_t har_seg_wait_all(har_seg_t *seg, uint64_t epoch, const har_wait_ctx_t *ctx)
+{
+    for (int r = 0; r < seg->nranks; r++) {
+        if (r == seg->me) continue;
+        har_wait_rc_t rc = har_seg_wait(seg, r, epoch, ctx);
+        if (rc != HAR_WAIT_OK) return rc;
+    }
+    return HAR_WAIT_OK;
+}
