@@ -1,0 +1,47 @@
+# Sourced by the TAP test scripts: numbering, running MPI jobs, logs.
+# Each check prints one TAP line; its output goes to the log (# lines) only
+# when it fails.
+tap_n=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+bin="$top_builddir/tests"
+
+tap_result() {  # tap_result STATUS DESCRIPTION [LOGFILE]
+    tap_n=$((tap_n + 1))
+    if [ "$1" = 0 ]; then
+        echo "ok $tap_n - $2"
+    else
+        echo "not ok $tap_n - $2"
+        [ -n "$3" ] && sed 's/^/# /' "$3" | tail -n 40
+    fi
+}
+
+tap_skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1 # SKIP $2"; }
+
+# check DESCRIPTION COMMAND...: passes when the command exits 0.
+check() {
+    desc="$1"; shift
+    "$@" > "$tmp/out" 2>&1
+    tap_result $? "$desc" "$tmp/out"
+}
+
+# check_fails DESCRIPTION PATTERN COMMAND...: passes when the command fails
+# and its output contains PATTERN (proves a check can fail, and says why).
+check_fails() {
+    desc="$1"; pattern="$2"; shift 2
+    if "$@" > "$tmp/out" 2>&1; then
+        tap_result 1 "$desc (it succeeded)" "$tmp/out"
+    else
+        grep -q -- "$pattern" "$tmp/out"
+        tap_result $? "$desc" "$tmp/out"
+    fi
+}
+
+# $mpi NP PROGRAM ARGS...: NP ranks through the suite's launcher (a path,
+# not a function, so that `env VAR=value $mpi ...` works).
+mpi="$bin/mpirun.sh"
+
+# A seed for sampled runs: fixed by HAR_TEST_SEED, else new each run (printed).
+test_seed() { echo "${HAR_TEST_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"; }
+
+done_testing() { echo "1..$tap_n"; }

@@ -1,0 +1,369 @@
+/* Correctness matrix for MPI_Allreduce through har.
+ *
+ * Every rank generates every rank's input from (seed, case, rank), so each
+ * computes the reference alone, with its own arithmetic (not har's): exact
+ * for integers (wrapping, as unsigned), a double sum with an error bound
+ * that scales with sum|x| for floats. Results must also be bitwise identical
+ * on all ranks, and har's counters must show the expected path served each
+ * call (--expect), or the MPI (forwarded cases, always checked).
+ *
+ *   check_allreduce [--seed S] [--sample K] [--counts a,b,..] [--expect p1,p2]
+ *                   [--comms N] [--no-forwarded] [--types t1,t2]
+ * Exit 0 only if every case passed on every rank. */
+#include <complex.h>
+#include <float.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "har.h"
+
+typedef enum { INT, FLT, BOOL, BYTE } kind_t;
+typedef struct { MPI_Datatype t; const char *name; kind_t kind; int size, is_signed; } type_t;
+typedef struct { MPI_Op op; const char *name; } op_t;
+
+static type_t types[] = {
+    {MPI_SIGNED_CHAR, "signed_char", INT, 1, 1}, {MPI_UNSIGNED_CHAR, "unsigned_char", INT, 1, 0},
+    {MPI_SHORT, "short", INT, sizeof(short), 1}, {MPI_UNSIGNED_SHORT, "unsigned_short", INT, sizeof(short), 0},
+    {MPI_INT, "int", INT, sizeof(int), 1}, {MPI_UNSIGNED, "unsigned", INT, sizeof(int), 0},
+    {MPI_LONG, "long", INT, sizeof(long), 1}, {MPI_UNSIGNED_LONG, "unsigned_long", INT, sizeof(long), 0},
+    {MPI_LONG_LONG, "long_long", INT, 8, 1}, {MPI_UNSIGNED_LONG_LONG, "unsigned_long_long", INT, 8, 0},
+    {MPI_INT8_T, "int8", INT, 1, 1}, {MPI_UINT8_T, "uint8", INT, 1, 0},
+    {MPI_INT16_T, "int16", INT, 2, 1}, {MPI_UINT16_T, "uint16", INT, 2, 0},
+    {MPI_INT32_T, "int32", INT, 4, 1}, {MPI_UINT32_T, "uint32", INT, 4, 0},
+    {MPI_INT64_T, "int64", INT, 8, 1}, {MPI_UINT64_T, "uint64", INT, 8, 0},
+    {MPI_FLOAT, "float", FLT, 4, 1}, {MPI_DOUBLE, "double", FLT, 8, 1},
+    {MPI_C_BOOL, "c_bool", BOOL, sizeof(bool), 0}, {MPI_BYTE, "byte", BYTE, 1, 0},
+};
+#define NTYPES (int)(sizeof types / sizeof types[0])
+
+static op_t ops[10];
+static int nops;
+
+/* Which (type, op) pairs the MPI standard allows (and har serves). */
+static int allowed(const type_t *t, MPI_Op op)
+{
+    int arith = op == MPI_SUM || op == MPI_PROD || op == MPI_MIN || op == MPI_MAX;
+    int logical = op == MPI_LAND || op == MPI_LOR || op == MPI_LXOR;
+    int bitwise = op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR;
+    switch (t->kind) {
+    case INT: return 1;
+    case FLT: return arith;
+    case BOOL: return logical;
+    case BYTE: return bitwise;
+    }
+    return 0;
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Rank r's input for one case: values chosen so that the op is interesting
+ * (small factors for products, wide values for bitwise ops). */
+static void fill(void *buf, const type_t *t, MPI_Op op, size_t n, uint64_t seed)
+{
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = splitmix(&s);
+        char *e = (char *)buf + i * t->size;
+        if (t->kind == FLT) {
+            double v = op == MPI_PROD ? 0.5 + (double)(r >> 11) / 9007199254740992.0
+                                      : 2.0 * (double)(r >> 11) / 9007199254740992.0 - 1.0;
+            if (op == MPI_SUM) v *= 1000.0;
+            if (t->size == 4) { float f = (float)v; memcpy(e, &f, 4); }
+            else memcpy(e, &v, 8);
+        } else if (t->kind == BOOL) {
+            bool b = r & 1; memcpy(e, &b, sizeof b);
+        } else {
+            uint64_t v = r;
+            if (op == MPI_PROD) v = (r % 5) - 2;         /* -2..2: products stay meaningful */
+            else if (op == MPI_LAND || op == MPI_LOR || op == MPI_LXOR) v = (r % 4 == 0) ? 0 : r % 7;
+            memcpy(e, &v, (size_t)t->size);              /* little-endian low bytes */
+        }
+    }
+}
+
+static uint64_t load_u(const char *e, int size)
+{
+    uint64_t v = 0;
+    memcpy(&v, e, (size_t)size);
+    return v;
+}
+
+static int64_t load_s(const char *e, int size)
+{
+    uint64_t v = load_u(e, size);
+    int shift = 64 - 8 * size;
+    return shift ? (int64_t)(v << shift) >> shift : (int64_t)v;
+}
+
+static double load_f(const char *e, int size)
+{
+    if (size == 4) { float f; memcpy(&f, e, 4); return f; }
+    double d; memcpy(&d, e, 8); return d;
+}
+
+/* Checks result element i against the reduction of all ranks' inputs. */
+static int check_elem(const type_t *t, MPI_Op op, char **in, int nranks, size_t i, const char *got)
+{
+    size_t at = i * (size_t)t->size;
+    if (t->kind == FLT) {
+        double ref = load_f(in[0] + at, t->size), mag = fabs(ref);
+        for (int r = 1; r < nranks; r++) {
+            double x = load_f(in[r] + at, t->size);
+            if (op == MPI_SUM) ref += x;
+            else if (op == MPI_PROD) ref *= x;
+            else if (op == MPI_MIN) ref = x < ref ? x : ref;
+            else ref = x > ref ? x : ref;
+            mag = op == MPI_PROD ? fabs(ref) : mag + fabs(x);
+        }
+        double eps = t->size == 4 ? FLT_EPSILON : DBL_EPSILON;
+        double bound = (op == MPI_SUM || op == MPI_PROD) ? 2.0 * nranks * eps * mag : 0.0;
+        return fabs(load_f(got, t->size) - ref) <= bound;
+    }
+    uint64_t mask = t->size == 8 ? ~0ull : (1ull << (8 * t->size)) - 1;
+    uint64_t acc = load_u(in[0] + at, t->size);
+    for (int r = 1; r < nranks; r++) {
+        uint64_t x = load_u(in[r] + at, t->size);
+        if (op == MPI_SUM) acc += x;
+        else if (op == MPI_PROD) acc *= x;
+        else if (op == MPI_MIN || op == MPI_MAX) {
+            int less = t->is_signed ? load_s(in[r] + at, t->size) < load_s((char *)&acc, t->size) : (x & mask) < (acc & mask);
+            if ((op == MPI_MIN) == less && x != acc) acc = x;
+        } else if (op == MPI_LAND) acc = (acc & mask) && (x & mask);
+        else if (op == MPI_LOR) acc = (acc & mask) || (x & mask);
+        else if (op == MPI_LXOR) acc = !(acc & mask) != !(x & mask);
+        else if (op == MPI_BAND) acc &= x;
+        else if (op == MPI_BOR) acc |= x;
+        else acc ^= x;
+    }
+    return (load_u(got, t->size) & mask) == (acc & mask);
+}
+
+static uint64_t fnv(const void *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+    return h;
+}
+
+static int world_rank;
+static unsigned long long before[HAR_PATH_COUNT];
+static int expect_paths[HAR_PATH_COUNT], nexpect, expect_forwarded;
+
+/* Paths that served the last call, checked against what was expected. */
+static int check_paths(int forwarded_expected, char *why, size_t len)
+{
+    unsigned long long now[HAR_PATH_COUNT];
+    har_counters(now);
+    int ok = now[HAR_PATH_SEEN] == before[HAR_PATH_SEEN] + 1;
+    int fwd = now[HAR_PATH_FORWARDED] > before[HAR_PATH_FORWARDED];
+    if (forwarded_expected || expect_forwarded) {
+        ok = ok && fwd;
+    } else {
+        ok = ok && !fwd;
+        for (int k = 0; k < nexpect; k++)
+            ok = ok && now[expect_paths[k]] > before[expect_paths[k]];
+    }
+    if (!ok) {
+        size_t n = (size_t)snprintf(why, len, "paths:");
+        for (int p = 0; p < HAR_PATH_COUNT; p++)
+            if (now[p] > before[p]) n += (size_t)snprintf(why + n, len - n, " %s", har_path_name((har_path_t)p));
+    }
+    return ok;
+}
+
+typedef struct { MPI_Comm comm; const char *name; uint64_t hash; } comm_t;
+
+/* One case: returns 1 if it passed on this rank. */
+static int run_case(comm_t *c, const type_t *t, const op_t *o, size_t count, int inplace,
+                    uint64_t seed, int forwarded_expected)
+{
+    int rank, size;
+    MPI_Comm_rank(c->comm, &rank);
+    MPI_Comm_size(c->comm, &size);
+    size_t bytes = count * (size_t)t->size;
+    char **in = malloc((size_t)size * sizeof *in);
+    for (int r = 0; r < size; r++) {
+        in[r] = malloc(bytes + 1);
+        fill(in[r], t, o->op, count, seed ^ (0x1000003ull * (uint64_t)(r + 1)));
+    }
+    char *out = malloc(bytes + 1);
+    memset(out, 0xA5, bytes);  /* poison: unwritten elements fail */
+    if (inplace) memcpy(out, in[rank], bytes);
+    har_counters(before);
+    int rc = MPI_Allreduce(inplace ? MPI_IN_PLACE : in[rank], out, (int)count, t->t, o->op, c->comm);
+    char why[256] = "";
+    int ok = rc == MPI_SUCCESS;
+    if (!ok) snprintf(why, sizeof why, "MPI error %d", rc);
+    size_t bad = 0, first_bad = 0;
+    for (size_t i = 0; ok && i < count; i++)
+        if (!check_elem(t, o->op, in, size, i, out + i * (size_t)t->size) && bad++ == 0) first_bad = i;
+    if (bad) { ok = 0; snprintf(why, sizeof why, "%zu wrong elements, first at %zu", bad, first_bad); }
+    if (ok && !check_paths(forwarded_expected || count == 0, why, sizeof why)) ok = 0;
+    /* Bitwise identity across ranks is checked once per communicator at the
+     * end, over a running hash of every result (fewer MPI calls: MPICH
+     * busy-polls, and oversubscribed ranks would wait on each other). */
+    c->hash = (c->hash ^ fnv(out, bytes)) * 1099511628211ull;
+    if (!ok)
+        fprintf(stderr, "FAIL rank %d: comm %s type %s op %s count %zu%s: %s\n", world_rank, c->name,
+                t->name, o->name, count, inplace ? " in-place" : "", why);
+    for (int r = 0; r < size; r++) free(in[r]);
+    free(in); free(out);
+    return ok;
+}
+
+/* Cases har must hand to the MPI: still correct, and counted as forwarded. */
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *t)
+{
+    (void)t;
+    for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
+}
+
+static int forwarded_cases(MPI_Comm comm)
+{
+    int rank, size, ok = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    char why[256];
+    long double ld = rank + 1, ld_out = 0;
+    har_counters(before);
+    MPI_Allreduce(&ld, &ld_out, 1, MPI_LONG_DOUBLE, MPI_SUM, comm);
+    ok &= ld_out == (long double)size * (size + 1) / 2 && check_paths(1, why, sizeof why);
+    double complex z = rank + 1.0 * I, z_out;
+    har_counters(before);
+    MPI_Allreduce(&z, &z_out, 1, MPI_C_DOUBLE_COMPLEX, MPI_SUM, comm);
+    ok &= creal(z_out) == size * (size - 1) / 2.0 && cimag(z_out) == size && check_paths(1, why, sizeof why);
+    struct { double v; int i; } pair = {rank * 1.5, rank}, pair_out;
+    har_counters(before);
+    MPI_Allreduce(&pair, &pair_out, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm);
+    ok &= pair_out.i == size - 1 && check_paths(1, why, sizeof why);
+    MPI_Op op;
+    MPI_Op_create(user_sum, 1, &op);
+    int v[3] = {rank, 1, 2 * rank}, v_out[3];
+    har_counters(before);
+    MPI_Allreduce(v, v_out, 3, MPI_INT, op, comm);
+    ok &= v_out[1] == size && v_out[0] == size * (size - 1) / 2 && check_paths(1, why, sizeof why);
+    MPI_Op_free(&op);
+    struct { short v; int i; } spair = {(short)(10 - rank), rank}, spair_out;
+    har_counters(before);
+    MPI_Allreduce(&spair, &spair_out, 1, MPI_SHORT_INT, MPI_MINLOC, comm);
+    ok &= spair_out.i == size - 1 && check_paths(1, why, sizeof why);
+    if (!ok) fprintf(stderr, "FAIL rank %d: a forwarded case was wrong or not forwarded\n", world_rank);
+    return ok;
+}
+
+static size_t parse_list(const char *s, size_t *out, size_t max)
+{
+    size_t n = 0;
+    for (char *end; *s && n < max; s = *end ? end + 1 : end) out[n++] = strtoull(s, &end, 10);
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    uint64_t seed = 12345;
+    long sample = 0;
+    int ncomms = 4, forwarded = 1;
+    char *only_types = NULL;  /* ",name,name," */
+    size_t counts[32] = {0, 1, 7, 63, 64, 1000, 65537}, ncounts = 7;
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--seed") && a + 1 < argc) seed = strtoull(argv[++a], NULL, 10);
+        else if (!strcmp(argv[a], "--sample") && a + 1 < argc) sample = atol(argv[++a]);
+        else if (!strcmp(argv[a], "--counts") && a + 1 < argc) ncounts = parse_list(argv[++a], counts, 32);
+        else if (!strcmp(argv[a], "--comms") && a + 1 < argc) ncomms = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--no-forwarded")) forwarded = 0;
+        else if (!strcmp(argv[a], "--types") && a + 1 < argc) {
+            only_types = malloc(strlen(argv[++a]) + 3);
+            sprintf(only_types, ",%s,", argv[a]);
+        }
+        else if (!strcmp(argv[a], "--expect") && a + 1 < argc) {
+            char *list = argv[++a];
+            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+                int p = har_path_from_name(tok);
+                if (p < 0) { fprintf(stderr, "unknown path %s\n", tok); MPI_Abort(MPI_COMM_WORLD, 2); }
+                expect_paths[nexpect++] = p;
+                expect_forwarded |= p == HAR_PATH_FORWARDED;
+            }
+        } else { fprintf(stderr, "unknown argument %s\n", argv[a]); MPI_Abort(MPI_COMM_WORLD, 2); }
+    }
+    ops[nops++] = (op_t){MPI_SUM, "sum"}; ops[nops++] = (op_t){MPI_PROD, "prod"};
+    ops[nops++] = (op_t){MPI_MIN, "min"}; ops[nops++] = (op_t){MPI_MAX, "max"};
+    ops[nops++] = (op_t){MPI_LAND, "land"}; ops[nops++] = (op_t){MPI_LOR, "lor"};
+    ops[nops++] = (op_t){MPI_LXOR, "lxor"}; ops[nops++] = (op_t){MPI_BAND, "band"};
+    ops[nops++] = (op_t){MPI_BOR, "bor"}; ops[nops++] = (op_t){MPI_BXOR, "bxor"};
+
+    /* Several communicators, used in interleaved order: the world, a
+     * duplicate, odd/even halves, and all but rank 0 in reverse order. */
+    comm_t comms[4];
+    int nc = 0;
+    comms[nc++] = (comm_t){MPI_COMM_WORLD, "world", 0};
+    MPI_Comm dup, half, rev;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    comms[nc++] = (comm_t){dup, "dup", 0};
+    MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank, &half);
+    if (size >= 4) comms[nc++] = (comm_t){half, "half", 0};
+    MPI_Comm_split(MPI_COMM_WORLD, world_rank == 0 ? MPI_UNDEFINED : 0, -world_rank, &rev);
+    if (size >= 3) comms[nc++] = (comm_t){rev, "reversed", 0};
+    if (nc > ncomms) nc = ncomms;
+
+    if (world_rank == 0) printf("check_allreduce: %d ranks, seed %llu, %s\n", size,
+                                (unsigned long long)seed, sample ? "sampled" : "full matrix");
+    long ncase = 0, nfail = 0, index = 0;
+    char wanted[64];
+    uint64_t pick = seed;
+    for (int ti = 0; ti < NTYPES; ti++)
+        for (int oi = 0; oi < nops; oi++) {
+            if (!allowed(&types[ti], ops[oi].op)) continue;
+            snprintf(wanted, sizeof wanted, ",%s,", types[ti].name);
+            if (only_types && !strstr(only_types, wanted)) continue;
+            for (size_t ci = 0; ci < ncounts; ci++)
+                for (int inplace = 0; inplace < 2; inplace++, index++) {
+                    if (sample && splitmix(&pick) % (uint64_t)sample != 0) continue;
+                    comm_t *c = &comms[index % nc];
+                    if (c->comm == MPI_COMM_NULL) continue;
+                    if (c->comm == rev && world_rank == 0) continue;
+                    uint64_t case_seed = seed * 1000003ull + (uint64_t)index;
+                    ncase++;
+                    nfail += !run_case(c, &types[ti], &ops[oi], counts[ci], inplace, case_seed, 0);
+                }
+        }
+    if (forwarded) { ncase++; nfail += !forwarded_cases(MPI_COMM_WORLD); }
+    for (int k = 0; k < nc; k++) {
+        if (comms[k].comm == MPI_COMM_NULL) continue;
+        int csize;
+        MPI_Comm_size(comms[k].comm, &csize);
+        uint64_t *all = malloc((size_t)csize * sizeof *all);
+        MPI_Allgather(&comms[k].hash, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, comms[k].comm);
+        for (int r = 0; r < csize; r++)
+            if (all[r] != comms[k].hash) {
+                fprintf(stderr, "FAIL rank %d: comm %s: results differ bitwise from rank %d's\n", world_rank,
+                        comms[k].name, r);
+                nfail++;
+                break;
+            }
+        free(all);
+    }
+    long totals[2] = {ncase, nfail}, sums[2];
+    MPI_Reduce(totals, sums, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (world_rank == 0) printf("check_allreduce: %ld case runs over all ranks, %ld failed\n", sums[0], sums[1]);
+    int failed = nfail > 0, any;
+    MPI_Reduce(&failed, &any, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&any, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Comm_free(&dup);
+    MPI_Comm_free(&half);
+    if (rev != MPI_COMM_NULL) MPI_Comm_free(&rev);
+    MPI_Finalize();
+    return any ? 1 : 0;
+}

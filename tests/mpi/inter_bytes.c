@@ -1,0 +1,47 @@
+/* Bytes each rank sends between (pretend) nodes in one all-reduce, counted
+ * by the p2pcount shim below har: at most 2(N-1)/N of its shard plus N*128
+ * bytes, N nodes. Run with HAR_NODE_SIZE and the shim in LD_PRELOAD. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "har.h"
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    unsigned long long (*bytes_sent)(void) = (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "p2pcount_bytes");
+    const char *ns = getenv("HAR_NODE_SIZE");
+    int L = ns ? atoi(ns) : 0;
+    if (!bytes_sent || L <= 0 || size % L) {
+        if (rank == 0) fprintf(stderr, "inter_bytes: needs the p2pcount shim and HAR_NODE_SIZE dividing %d\n", size);
+        MPI_Finalize();
+        return 2;
+    }
+    int nodes = size / L, fail = 0;
+    const int counts[] = {1, 1000, 65537, 200003};  /* the last spans several chunks */
+    for (int k = 0; k < 4; k++) {
+        int n = counts[k];
+        float *v = malloc((size_t)n * sizeof *v);
+        for (int i = 0; i < n; i++) v[i] = (float)(i % 13);
+        MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);  /* warm: set-up traffic */
+        unsigned long long before = bytes_sent(), paths_before[HAR_PATH_COUNT], paths[HAR_PATH_COUNT];
+        har_counters(paths_before);
+        MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        unsigned long long sent = bytes_sent() - before;
+        har_counters(paths);
+        /* Largest shard: the vector's 64-byte units split over L ranks. */
+        double units = (double)((size_t)n * sizeof(float) + 63) / 64;
+        double shard = (double)((long long)(units + L - 1) / L) * 64;
+        double bound = 2.0 * (nodes - 1) / nodes * shard + 128.0 * nodes;
+        int ring = paths[HAR_PATH_RING] > paths_before[HAR_PATH_RING];
+        printf("inter_bytes: rank %d count %d: sent %llu bytes, bound %.0f, ring %s\n", rank, n, sent, bound,
+               ring ? "yes" : "NO");
+        fail |= sent > bound || !ring;
+        free(v);
+    }
+    MPI_Finalize();
+    return fail;
+}

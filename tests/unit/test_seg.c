@@ -1,0 +1,480 @@
+/* Fork-based test of the node segment (src/seg.h: seg_shm.c, sync.c), which
+ * is MPI-free so that plain processes can drive it.
+ *
+ *  happy    4 processes run the two-shot protocol of comm.c for 20000 epochs
+ *           (fewer when the machine is loaded, see HAPPY_MAX_S) with random
+ *           delays: write the input slot, signal, wait, reduce
+ *           the own shard in place, signal, wait, gather. Data written before
+ *           a signal must be seen by every waiter, and a slot must not be
+ *           rewritten (two epochs later, same parity) while a peer reads it.
+ *  death    a peer killed while two others wait on it is reported as dead
+ *           with no timeout set, within seconds; the other waiter stops too.
+ *  timeout  a live peer that never arrives ends a wait with HAR_WAIT_TIMEOUT.
+ *
+ * Every segment name must be gone from /dev/shm afterwards.
+ * Usage: test_seg [SEED]. Exit 0 on success, 1 on failure, 77 when this
+ * system cannot make POSIX shared memory. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "hier.h"
+#include "seg.h"
+
+#define MAX_CHILDREN 4
+#define SAFETY_S 30  /* alarm() in every process: a hang fails, never blocks the suite */
+
+static uint64_t seed;
+static int failures;
+
+/* One write per message: children share stderr and must not interleave. */
+static void fail_at(int line, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail_at(int line, const char *fmt, ...)
+{
+    char msg[512];
+    int n = snprintf(msg, sizeof msg, "FAIL %s:%d: ", __FILE__, line);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s\n", msg);
+    failures++;
+}
+#define FAIL(...) fail_at(__LINE__, __VA_ARGS__)
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rng(uint64_t *s)  /* xorshift64* */
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 0x2545F4914F6CDD1Dull;
+}
+
+/* Sometimes a busy pause of up to a few microseconds: it reorders which
+ * rank runs late, where ordering bugs show. */
+static void maybe_delay(uint64_t *s)
+{
+    if (rng(s) % 16) return;
+    for (volatile unsigned spin = (unsigned)(rng(s) % 8192); spin; spin--) {}
+}
+
+/* ---- a group of child processes on one segment -------------------------- */
+
+typedef struct {
+    pid_t pid;
+    int err_fd;       /* read end of its stderr, when captured; else -1 */
+    char err[4096];   /* what it wrote there */
+    int status;       /* from waitpid */
+} child_t;
+
+/* Runs in each child once every child has attached; returns its exit code. */
+typedef int (*body_fn)(har_seg_t *seg);
+
+static void child_main(const char *name, int rank, int ready_fd, int go_fd, body_fn body)
+{
+    alarm(SAFETY_S);
+    har_seg_t seg;
+    char ok = har_seg_attach(&seg, name, rank) == 0 ? '1' : '0';
+    if (write(ready_fd, &ok, 1) != 1 || ok != '1') _exit(1);
+    /* A rank that has not attached yet looks dead to a waiter (its liveness
+     * lock is free), so nobody waits before all have attached; comm.c has
+     * the same rule through a collective after attaching. */
+    char go;
+    if (read(go_fd, &go, 1) != 1) _exit(1);
+    int rc = body(&seg);
+    har_seg_detach(&seg);
+    _exit(rc);
+}
+
+/* Creates the segment, forks n children that attach, unlinks the name once
+ * all have it mapped (as comm.c does), then lets them run. Children whose
+ * bit is set in `capture` have their stderr kept in kids[i].err. */
+static int start(const char *name, int n, size_t slot_bytes, body_fn body, unsigned capture, child_t *kids)
+{
+    int ready[2], go[2];
+    if (har_seg_create(name, n, slot_bytes) != 0) {
+        FAIL("cannot create %s", name);
+        return -1;
+    }
+    if (pipe(ready) || pipe(go)) {
+        FAIL("pipe: %s", strerror(errno));
+        har_seg_unlink(name);
+        return -1;
+    }
+    int started = 0;
+    for (; started < n; started++) {
+        child_t *k = &kids[started];
+        int err[2] = {-1, -1};
+        k->err_fd = -1;
+        k->err[0] = '\0';
+        if ((capture >> started & 1) && pipe(err)) break;
+        fflush(NULL);
+        k->pid = fork();
+        if (k->pid < 0) {
+            if (err[1] >= 0) {
+                close(err[0]);
+                close(err[1]);
+            }
+            break;
+        }
+        if (k->pid == 0) {
+            close(ready[0]);
+            close(go[1]);
+            if (err[1] >= 0) {
+                dup2(err[1], STDERR_FILENO);
+                close(err[0]);
+                close(err[1]);
+            }
+            child_main(name, started, ready[1], go[0], body);
+        }
+        if (err[1] >= 0) {
+            close(err[1]);
+            k->err_fd = err[0];
+        }
+    }
+    close(ready[1]);
+    close(go[0]);
+    int attached = 0;
+    char c;
+    while (attached < started && read(ready[0], &c, 1) == 1 && c == '1') attached++;
+    close(ready[0]);
+    har_seg_unlink(name);
+    int ok = started == n && attached == n;
+    if (ok) {
+        char go_bytes[MAX_CHILDREN] = {0};
+        ok = write(go[1], go_bytes, (size_t)n) == n;
+    } else {
+        FAIL("%s: %d of %d children started, %d attached", name, started, n, attached);
+        for (int i = 0; i < started; i++) kill(kids[i].pid, SIGKILL);
+    }
+    close(go[1]);  /* without a go byte a child reads EOF and leaves */
+    if (!ok)
+        for (int i = 0; i < started; i++) {
+            if (kids[i].err_fd >= 0) close(kids[i].err_fd);
+            waitpid(kids[i].pid, &kids[i].status, 0);
+        }
+    return ok ? 0 : -1;
+}
+
+/* Collects a child's stderr (to EOF, so it has exited) and its status. */
+static void reap(child_t *k)
+{
+    if (k->err_fd >= 0) {
+        size_t len = 0;
+        char sink[256];
+        for (;;) {
+            size_t room = sizeof k->err - 1 - len;
+            ssize_t r = room ? read(k->err_fd, k->err + len, room) : read(k->err_fd, sink, sizeof sink);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            if (room) len += (size_t)r;
+        }
+        k->err[len] = '\0';
+        close(k->err_fd);
+        k->err_fd = -1;
+    }
+    while (waitpid(k->pid, &k->status, 0) < 0 && errno == EINTR) {}
+}
+
+static int exited_with(int status, int code) { return WIFEXITED(status) && WEXITSTATUS(status) == code; }
+
+static void describe(const char *what, int i, int status)
+{
+    if (WIFSIGNALED(status)) FAIL("%s: child %d killed by signal %d", what, i, WTERMSIG(status));
+    else FAIL("%s: child %d exited with %d", what, i, WEXITSTATUS(status));
+}
+
+/* ---- happy path ---------------------------------------------------------- */
+
+#define HAPPY_RANKS 4
+#define HAPPY_EPOCHS 20000
+/* Idle, 20000 epochs take well under a second on two cores; next to MPI
+ * tests that busy-poll they took over a minute. Rank 0 then ends the run
+ * early, and every rank stops at the same epoch. */
+#define HAPPY_MAX_S 5.0
+#define HAPPY_SLOT 1000                    /* not a multiple of HAR_LINE: the segment rounds it */
+#define HAPPY_WORDS (HAPPY_SLOT / 8 - 1)   /* data words; the word after is rank 0's stop word */
+
+static uint64_t *happy_done;  /* shared with the children: epochs rank 0 completed */
+
+/* Input word k of `rank` in `epoch`: a stale or torn word never matches. */
+static uint64_t input(uint64_t epoch, int rank, size_t k) { return epoch << 32 | (uint64_t)rank << 16 | k; }
+
+static uint64_t reduced(uint64_t epoch, size_t k)
+{
+    uint64_t sum = 0;
+    for (int r = 0; r < HAPPY_RANKS; r++) sum += input(epoch, r, k);
+    return sum;
+}
+
+/* Header, control lines and slots lie inside the mapping, apart, and on
+ * HAR_LINE boundaries, so that no two writers share a cache line. */
+static int check_layout(const har_seg_t *seg)
+{
+    size_t slot = (HAPPY_SLOT + HAR_LINE - 1) / HAR_LINE * HAR_LINE;
+    size_t ctl = (sizeof(har_ctl_t) + HAR_LINE - 1) / HAR_LINE * HAR_LINE;
+    if (seg->nranks != HAPPY_RANKS || seg->slot_bytes != slot || seg->my_epoch != 0 ||
+        seg->size < har_seg_bytes(HAPPY_RANKS, HAPPY_SLOT)) {
+        FAIL("rank %d: nranks %d, slot %zu bytes, epoch %" PRIu64 ", mapping %zu bytes", seg->me,
+             seg->nranks, seg->slot_bytes, seg->my_epoch, seg->size);
+        return 1;
+    }
+    struct { const char *p; size_t len; } part[1 + 3 * HAPPY_RANKS];
+    int np = 0;
+    part[np].p = seg->base;
+    part[np++].len = HAR_LINE;
+    for (int r = 0; r < HAPPY_RANKS; r++) {
+        part[np].p = (const char *)har_seg_ctl(seg, r);
+        part[np++].len = ctl;
+        for (unsigned parity = 0; parity < 2; parity++) {
+            part[np].p = har_seg_slot(seg, r, parity);
+            part[np++].len = slot;
+        }
+    }
+    for (int i = 0; i < np; i++) {
+        if ((uintptr_t)part[i].p % HAR_LINE || part[i].p < seg->base ||
+            part[i].p + part[i].len > seg->base + seg->size) {
+            FAIL("rank %d: part %d at offset %td (+%zu) misplaced", seg->me, i, part[i].p - seg->base, part[i].len);
+            return 1;
+        }
+        for (int j = 0; j < i; j++)
+            if (part[i].p < part[j].p + part[j].len && part[j].p < part[i].p + part[i].len) {
+                FAIL("rank %d: parts %d and %d overlap", seg->me, i, j);
+                return 1;
+            }
+    }
+    return 0;
+}
+
+static int happy_body(har_seg_t *seg)
+{
+    int me = seg->me;
+    double deadline = now() + HAPPY_MAX_S;
+    if (check_layout(seg)) return 1;
+    uint64_t rs = seed ^ (uint64_t)(me + 1) * 0x9E3779B97F4A7C15ull;
+    har_wait_ctx_t ctx = {"happy", me, 0, 0.0};
+    size_t off[HAPPY_RANKS], len[HAPPY_RANKS];
+    for (int r = 0; r < HAPPY_RANKS; r++) har_shard(HAPPY_WORDS, 8, HAPPY_RANKS, r, &off[r], &len[r]);
+
+    int last = 0;
+    for (uint64_t e = 1; !last; e++) {
+        unsigned parity = e & 1;
+        uint64_t *mine = (uint64_t *)har_seg_slot(seg, me, parity);
+        /* Input: plain stores, published by the release in the signal. */
+        for (size_t k = 0; k < HAPPY_WORDS; k++) mine[k] = input(e, me, k);
+        if (me == 0) mine[HAPPY_WORDS] = e << 1 | (e == HAPPY_EPOCHS || now() > deadline);
+        maybe_delay(&rs);
+        uint64_t target = har_seg_signal(seg);
+        har_wait_rc_t rc = har_seg_wait_all(seg, target, &ctx);
+        if (target != 2 * e - 1 || rc != HAR_WAIT_OK) {
+            FAIL("rank %d epoch %" PRIu64 ": input step reached epoch %" PRIu64 ", wait gave %d", me, e, target, rc);
+            return 1;
+        }
+        uint64_t stop = ((const uint64_t *)har_seg_slot(seg, 0, parity))[HAPPY_WORDS];
+        if (stop >> 1 != e) {
+            FAIL("rank %d epoch %" PRIu64 ": rank 0's stop word is %#" PRIx64, me, e, stop);
+            return 1;
+        }
+        last = stop & 1;
+        /* Reduce-scatter: my shard of every slot, summed into my own slot. */
+        for (size_t k = off[me]; k < off[me] + len[me]; k++) {
+            uint64_t sum = mine[k];
+            for (int r = 0; r < HAPPY_RANKS; r++) {
+                if (r == me) continue;
+                uint64_t v = ((const uint64_t *)har_seg_slot(seg, r, parity))[k];
+                if (v != input(e, r, k)) {
+                    FAIL("rank %d epoch %" PRIu64 ": input word %zu of rank %d is %#" PRIx64 ", want %#" PRIx64,
+                         me, e, k, r, v, input(e, r, k));
+                    return 1;
+                }
+                sum += v;
+            }
+            mine[k] = sum;
+            if (k == off[me]) maybe_delay(&rs);  /* a slow reducer: others must wait for its shard */
+        }
+        target = har_seg_signal(seg);
+        rc = har_seg_wait_all(seg, target, &ctx);
+        if (rc != HAR_WAIT_OK) {
+            FAIL("rank %d epoch %" PRIu64 ": shard step wait gave %d", me, e, rc);
+            return 1;
+        }
+        /* All-gather: every shard from its owner's slot. The owner writes
+         * this slot again only two epochs on, after it has seen this rank's
+         * next input signal, so a slow reader must still find this epoch. */
+        for (int r = 0; r < HAPPY_RANKS; r++) {
+            const uint64_t *theirs = (const uint64_t *)har_seg_slot(seg, r, parity);
+            for (size_t k = off[r]; k < off[r] + len[r]; k++)
+                if (theirs[k] != reduced(e, k)) {
+                    FAIL("rank %d epoch %" PRIu64 ": reduced word %zu from rank %d is %#" PRIx64 ", want %#" PRIx64,
+                         me, e, k, r, theirs[k], reduced(e, k));
+                    return 1;
+                }
+            maybe_delay(&rs);
+        }
+        if (me == 0) *happy_done = e;
+    }
+    return 0;
+}
+
+static void test_happy(const char *name, double *secs)
+{
+    child_t kids[HAPPY_RANKS];
+    happy_done = mmap(NULL, sizeof *happy_done, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (happy_done == MAP_FAILED) {
+        FAIL("mmap: %s", strerror(errno));
+        return;
+    }
+    *happy_done = 0;
+    double t0 = now();
+    if (start(name, HAPPY_RANKS, HAPPY_SLOT, happy_body, 0, kids) != 0) return;
+    for (int i = 0; i < HAPPY_RANKS; i++) {
+        reap(&kids[i]);
+        if (!exited_with(kids[i].status, 0)) describe("happy", i, kids[i].status);
+    }
+    *secs = now() - t0;
+}
+
+/* ---- a peer dies ---------------------------------------------------------- */
+
+#define DEATH_RANKS 3
+#define VICTIM 2
+enum { SAW_DEAD = 0, SAW_FAILED = 2 };  /* exit codes of the waiters; 1 is a failure */
+
+static int death_body(har_seg_t *seg)
+{
+    if (seg->me == VICTIM) {
+        usleep(100000);  /* let the others start waiting */
+        kill(getpid(), SIGKILL);  /* dies holding its liveness lock, without signalling */
+        return 1;
+    }
+    har_wait_ctx_t ctx = {"input", seg->me, 0, 0.0};  /* no timeout: liveness alone must end it */
+    double t0 = now();
+    har_wait_rc_t rc = har_seg_wait(seg, VICTIM, 1, &ctx);
+    double dt = now() - t0;
+    if (dt > 10.0) {
+        FAIL("rank %d: the wait took %.1f s", seg->me, dt);
+        return 1;
+    }
+    if (!atomic_load(&seg->hdr->failed)) {
+        FAIL("rank %d: the segment is not marked failed after wait result %d", seg->me, rc);
+        return 1;
+    }
+    if (rc == HAR_WAIT_DEAD) return SAW_DEAD;
+    if (rc == HAR_WAIT_FAILED) return SAW_FAILED;
+    FAIL("rank %d: wait on the dead peer gave %d", seg->me, rc);
+    return 1;
+}
+
+static void test_death(const char *name, double *secs)
+{
+    child_t kids[DEATH_RANKS];
+    double t0 = now();
+    if (start(name, DEATH_RANKS, 4096, death_body, 1u << 0 | 1u << 1, kids) != 0) return;
+    int dead_seen = 0;
+    for (int i = 0; i < DEATH_RANKS; i++) {
+        reap(&kids[i]);
+        if (kids[i].err[0]) fprintf(stderr, "(death, child %d said) %s", i, kids[i].err);
+    }
+    *secs = now() - t0;
+    if (!WIFSIGNALED(kids[VICTIM].status) || WTERMSIG(kids[VICTIM].status) != SIGKILL)
+        describe("death: the victim did not die by SIGKILL", VICTIM, kids[VICTIM].status);
+    for (int i = 0; i < DEATH_RANKS; i++) {
+        if (i == VICTIM) continue;
+        if (exited_with(kids[i].status, SAW_DEAD)) {
+            dead_seen++;
+            if (!strstr(kids[i].err, "died") || !strstr(kids[i].err, "epoch"))
+                FAIL("death: child %d saw the death but logged no line naming it and the epoch", i);
+        } else if (!exited_with(kids[i].status, SAW_FAILED)) {
+            describe("death", i, kids[i].status);
+        }
+    }
+    if (!dead_seen) FAIL("death: no waiter reported the peer dead");
+}
+
+/* ---- a peer never arrives -------------------------------------------------- */
+
+#define TIMEOUT_S 1.0
+
+static int timeout_body(har_seg_t *seg)
+{
+    if (seg->me == 1)
+        for (;;) pause();  /* alive, never arrives; the parent kills it */
+    har_wait_ctx_t ctx = {"input", 0, 0, TIMEOUT_S};
+    double t0 = now();
+    har_wait_rc_t rc = har_seg_wait(seg, 1, 1, &ctx);
+    double dt = now() - t0;
+    if (rc != HAR_WAIT_TIMEOUT || dt < TIMEOUT_S || dt >= 10.0) {
+        FAIL("wait with a %.1f s timeout gave %d after %.2f s", TIMEOUT_S, rc, dt);
+        return 1;
+    }
+    return 0;
+}
+
+static void test_timeout(const char *name, double *secs)
+{
+    child_t kids[2];
+    double t0 = now();
+    if (start(name, 2, 4096, timeout_body, 0, kids) != 0) return;
+    reap(&kids[0]);
+    *secs = now() - t0;
+    kill(kids[1].pid, SIGKILL);
+    reap(&kids[1]);
+    if (!exited_with(kids[0].status, 0)) describe("timeout", 0, kids[0].status);
+}
+
+int main(int argc, char **argv)
+{
+    seed = argc > 1 ? strtoull(argv[1], NULL, 0) : (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
+    if (!seed) seed = 1;
+    alarm(4 * SAFETY_S);
+    /* Each name as a path under /dev/shm, where Linux keeps it, and as the
+     * shm_open name that is its tail. */
+    static const char *const which[3] = {"happy", "death", "timeout"};
+    char paths[3][64];
+    const char *names[3];
+    for (int i = 0; i < 3; i++) {
+        snprintf(paths[i], sizeof paths[i], "/dev/shm/har-test-%d-%s", (int)getpid(), which[i]);
+        names[i] = paths[i] + strlen("/dev/shm");
+    }
+
+    /* Can this system make a segment at all? If not, skip, not fail. */
+    if (har_seg_create(names[0], 1, HAR_LINE) != 0) {
+        printf("test_seg: skipped: cannot create POSIX shared memory\n");
+        return 77;
+    }
+    fprintf(stderr, "(a warning that %s exists is expected next)\n", names[0]);
+    if (har_seg_create(names[0], 1, HAR_LINE) == 0) FAIL("a second create of %s succeeded", names[0]);
+    har_seg_unlink(names[0]);
+
+    double happy_s = 0, death_s = 0, timeout_s = 0;
+    test_happy(names[0], &happy_s);
+    uint64_t epochs = happy_done == MAP_FAILED ? 0 : *happy_done;
+    test_death(names[1], &death_s);
+    test_timeout(names[2], &timeout_s);
+
+    for (int i = 0; i < 3; i++) {
+        if (access(paths[i], F_OK) == 0) {
+            FAIL("%s left behind", paths[i]);
+            shm_unlink(names[i]);
+        }
+    }
+    printf("test_seg: %s: happy %d ranks x %" PRIu64 " epochs in %.2f s, death handled in %.2f s, "
+           "timeout in %.2f s (seed %" PRIu64 ")\n", failures ? "FAIL" : "ok", HAPPY_RANKS, epochs,
+           happy_s, death_s, timeout_s, seed);
+    return failures ? 1 : 0;
+}
