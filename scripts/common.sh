@@ -1,0 +1,49 @@
+# Sourced by scripts/test and scripts/demo: installs what a fresh Debian or
+# Ubuntu machine lacks, and builds har out of tree for one MPI.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+build_root="${HAR_BUILD_DIR:-$root/build}"
+jobs=$(nproc 2>/dev/null || echo 2)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+say() { printf '== %s\n' "$*" >&2; }
+
+# Installs the Debian packages the build and the tests need, if any is missing.
+install_deps() {
+    local need=""
+    command -v mpicc.openmpi > /dev/null || need="$need openmpi-bin libopenmpi-dev"
+    command -v mpicc.mpich > /dev/null || need="$need mpich libmpich-dev"
+    command -v autoreconf > /dev/null || need="$need autoconf"
+    command -v automake > /dev/null || need="$need automake"
+    command -v libtoolize > /dev/null || need="$need libtool"
+    command -v pkg-config > /dev/null || need="$need pkg-config"
+    command -v valgrind > /dev/null || need="$need valgrind"
+    command -v make > /dev/null || need="$need make"
+    command -v gcc > /dev/null || need="$need gcc"
+    command -v nm > /dev/null || need="$need binutils"
+    [ -e /usr/include/hwloc.h ] || need="$need libhwloc-dev"
+    [ -e /usr/include/ucp/api/ucp.h ] || need="$need libucx-dev"
+    [ -z "$need" ] && return 0
+    say "installing:$need"
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo=sudo
+    $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $need > /dev/null ||
+        { say "could not install:$need"; exit 1; }
+}
+
+# build FLAVOUR: configures (once) and builds har for openmpi or mpich in
+# $build_root/FLAVOUR, installed under $build_root/FLAVOUR/prefix.
+build() {
+    local flavour="$1" dir="$build_root/$1"
+    [ -x "$root/configure" ] || (cd "$root" && ./autogen.sh > /dev/null 2>&1) || { say "autogen failed"; exit 1; }
+    mkdir -p "$dir"
+    if [ ! -f "$dir/Makefile" ]; then
+        say "configuring for $flavour"
+        (cd "$dir" && "$root/configure" MPICC="mpicc.$flavour" --prefix="$dir/prefix" > configure.log 2>&1) ||
+            { tail -20 "$dir/configure.log"; say "configure failed ($dir/configure.log)"; exit 1; }
+        sed -n '/har .* configured:/,$p' "$dir/configure.log" >&2
+    fi
+    say "building for $flavour"
+    (cd "$dir" && make -j"$jobs" > make.log 2>&1 && make install > install.log 2>&1) ||
+        { tail -30 "$dir/make.log"; say "build failed ($dir/make.log)"; exit 1; }
+}
