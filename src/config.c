@@ -163,7 +163,9 @@ void har_algo_cfg_local(har_algo_cfg_t *a)
     a->node_size = har_cfg.node_size.i;
     a->min_bytes = har_cfg.min_bytes.i;
     a->max_bytes = har_cfg.max_bytes.i;
-    a->slot_bytes = har_cfg.slot_bytes.i;
+    /* Whole 128-byte lines, at least one: slots and scratch use this size. */
+    a->slot_bytes = (har_cfg.slot_bytes.i + 127) / 128 * 128;
+    if (a->slot_bytes < 128) a->slot_bytes = 128;
     a->one_shot_max = har_cfg.one_shot_max.i;
     a->timeout = har_cfg.timeout.d;
     a->inter_mpi = strcmp(har_cfg.inter.s, "mpi") == 0;

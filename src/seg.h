@@ -3,7 +3,6 @@
 #ifndef HAR_SEG_H
 #define HAR_SEG_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,7 +15,6 @@ typedef struct {
     _Atomic uint64_t epoch;   /* steps this rank has finished; only grows */
     _Atomic uint32_t kind;    /* memory kind announced at arrival */
     _Atomic uint32_t dead;
-    pthread_mutex_t alive;    /* robust; held by the owner while attached */
 } har_ctl_t;
 
 typedef struct {
@@ -29,6 +27,7 @@ typedef struct {
 typedef struct {
     char *base;
     size_t size, slot_bytes, ctl_stride;
+    int fd;                   /* kept open: it carries this rank's liveness lock */
     int nranks, me;
     har_seg_hdr_t *hdr;
     char *slots;
@@ -38,7 +37,12 @@ typedef struct {
 /* Creates and sizes the named segment (pages reserved now, so that a small
  * /dev/shm fails here and not later with SIGBUS). 0 or -1 (logged). */
 int har_seg_create(const char *name, int nranks, size_t slot_bytes);
-/* Maps it as rank `me` and takes this rank's liveness lock. */
+/* Maps it as rank `me` and takes this rank's liveness lock: a write lock on
+ * byte `me` of the segment file, an open-file-description lock, so it belongs
+ * to the process (not to the thread that attached) and the kernel drops it
+ * when the process dies, in any PID namespace. A rank that has not attached
+ * yet looks dead to a waiter: wait only on ranks known to have attached (the
+ * set-up's collective after attaching guarantees it). */
 int har_seg_attach(har_seg_t *seg, const char *name, int me);
 void har_seg_unlink(const char *name);
 void har_seg_detach(har_seg_t *seg);

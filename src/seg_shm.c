@@ -2,6 +2,7 @@
  *
  * Layout: header line, one control line per rank (HAR_LINE bytes each), then
  * two data slots per rank, each on a HAR_LINE boundary. */
+#define _GNU_SOURCE  /* F_OFD_SETLK */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -49,15 +50,6 @@ int har_seg_create(const char *name, int nranks, size_t slot_bytes)
     har_seg_hdr_t *hdr = (har_seg_hdr_t *)base;
     hdr->nranks = (uint32_t)nranks;
     hdr->slot_bytes = slot_bytes;
-    pthread_mutexattr_t attr;
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-    pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-    for (int r = 0; r < nranks; r++) {
-        har_ctl_t *ctl = (har_ctl_t *)(base + HAR_LINE + (size_t)r * ctl_stride());
-        pthread_mutex_init(&ctl->alive, &attr);
-    }
-    pthread_mutexattr_destroy(&attr);
     /* Written last: attach checks it, so a half-made segment is never used. */
     __atomic_store_n(&hdr->magic, SEG_MAGIC, __ATOMIC_RELEASE);
     munmap(base, size);
@@ -76,27 +68,35 @@ int har_seg_attach(har_seg_t *seg, const char *name, int me)
     char *base = MAP_FAILED;
     if (fstat(fd, &st) == 0 && st.st_size > HAR_LINE)
         base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
     if (base == MAP_FAILED) {
         har_log(HAR_LOG_WARN, "cannot map %s: %s", name, strerror(errno));
+        close(fd);
         return -1;
     }
     seg->base = base;
     seg->size = (size_t)st.st_size;
     seg->hdr = (har_seg_hdr_t *)base;
-    if (__atomic_load_n(&seg->hdr->magic, __ATOMIC_ACQUIRE) != SEG_MAGIC || (int)seg->hdr->nranks <= me) {
+    if (__atomic_load_n(&seg->hdr->magic, __ATOMIC_ACQUIRE) != SEG_MAGIC || (int)seg->hdr->nranks <= me ||
+        seg->size < har_seg_bytes((int)seg->hdr->nranks, seg->hdr->slot_bytes)) {
         har_log(HAR_LOG_WARN, "%s is not a har segment for rank %d", name, me);
         munmap(base, seg->size);
+        close(fd);
         return -1;
     }
+    struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = me, .l_len = 1};
+    if (fcntl(fd, F_OFD_SETLK, &lock) != 0) {
+        har_log(HAR_LOG_WARN, "cannot take the liveness lock of rank %d in %s: %s", me, name, strerror(errno));
+        munmap(base, seg->size);
+        close(fd);
+        return -1;
+    }
+    seg->fd = fd;
     seg->nranks = (int)seg->hdr->nranks;
     seg->me = me;
     seg->slot_bytes = seg->hdr->slot_bytes;
     seg->ctl_stride = ctl_stride();
     seg->slots = base + HAR_LINE + (size_t)seg->nranks * seg->ctl_stride;
-    har_ctl_t *mine = har_seg_ctl(seg, me);
-    if (pthread_mutex_lock(&mine->alive) == EOWNERDEAD) pthread_mutex_consistent(&mine->alive);
-    seg->my_epoch = atomic_load_explicit(&mine->epoch, memory_order_relaxed);
+    seg->my_epoch = atomic_load_explicit(&har_seg_ctl(seg, me)->epoch, memory_order_relaxed);
     return 0;
 }
 
@@ -105,7 +105,7 @@ void har_seg_unlink(const char *name) { shm_unlink(name); }
 void har_seg_detach(har_seg_t *seg)
 {
     if (!seg->base) return;
-    pthread_mutex_unlock(&har_seg_ctl(seg, seg->me)->alive);
     munmap(seg->base, seg->size);
+    close(seg->fd);  /* drops the liveness lock */
     seg->base = NULL;
 }

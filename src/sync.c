@@ -3,9 +3,11 @@
  * A step is finished by bumping this rank's epoch with a release store; a
  * waiter loads it with acquire. Waits spin briefly, then yield, then sleep:
  * ranks are often oversubscribed, and a spinning waiter would steal the core
- * of the peer it waits for. A late peer is normal; a dead one (its robust
- * lock abandoned) or one past HAR_TIMEOUT ends the wait with an error. */
+ * of the peer it waits for. A late peer is normal; a dead one (its liveness
+ * lock gone) or one past HAR_TIMEOUT ends the wait with an error. */
+#define _GNU_SOURCE  /* F_OFD_GETLK */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <time.h>
 #include "internal.h"
@@ -29,17 +31,16 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Is the owner of this control line still there? */
-static int peer_alive(har_ctl_t *ctl)
+/* Is rank `peer` still attached? Its liveness lock is held exactly as long
+ * as its process lives and keeps the segment. */
+static int peer_alive(har_seg_t *seg, int peer)
 {
+    har_ctl_t *ctl = har_seg_ctl(seg, peer);
     if (atomic_load(&ctl->dead)) return 0;
-    int rc = pthread_mutex_trylock(&ctl->alive);
-    if (rc == EBUSY) return 1;
-    /* EOWNERDEAD: it died holding the lock; 0: it detached. Either way it is
-     * gone; record it for the others and give the lock back. */
-    atomic_store(&ctl->dead, 1);
-    if (rc == EOWNERDEAD) pthread_mutex_consistent(&ctl->alive);
-    if (rc == 0 || rc == EOWNERDEAD) pthread_mutex_unlock(&ctl->alive);
+    struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = peer, .l_len = 1};
+    if (fcntl(seg->fd, F_OFD_GETLK, &lock) != 0) return 1;  /* cannot tell: assume alive */
+    if (lock.l_type != F_UNLCK) return 1;
+    atomic_store(&ctl->dead, 1);  /* for the other waiters */
     return 0;
 }
 
@@ -58,15 +59,17 @@ har_wait_rc_t har_seg_wait(har_seg_t *seg, int peer, uint64_t epoch, const har_w
         if (i % 16) continue;  /* the checks below are slower than a flag load */
         har_wait_rc_t rc = HAR_WAIT_OK;
         if (atomic_load(&seg->hdr->failed)) rc = HAR_WAIT_FAILED;
-        else if (!peer_alive(ctl)) rc = HAR_WAIT_DEAD;
+        else if (!peer_alive(seg, peer)) rc = HAR_WAIT_DEAD;
         else if (ctx->timeout > 0 && now() - start > ctx->timeout) rc = HAR_WAIT_TIMEOUT;
         if (rc == HAR_WAIT_OK) continue;
         /* It may have finished the step just before it left. */
         if (atomic_load_explicit(&ctl->epoch, memory_order_acquire) >= epoch) return HAR_WAIT_OK;
-        static const char *const what[] = {"", "died", "did not arrive within HAR_TIMEOUT",
-                                           "gave up after a failure of its own or of another peer"};
-        har_log(HAR_LOG_ERROR, "rank %d (node %d): local peer %d %s; step %s, epoch %llu",
-                ctx->comm_rank, ctx->node, peer, what[rc], ctx->step, (unsigned long long)epoch);
+        static const char *const what[] = {"", "local peer %d died", "local peer %d did not arrive within HAR_TIMEOUT",
+                                           "stopped waiting for local peer %d: a local rank reported a failure"};
+        char msg[128];
+        snprintf(msg, sizeof msg, what[rc], peer);
+        har_log(HAR_LOG_ERROR, "rank %d (node %d): %s; step %s, epoch %llu", ctx->comm_rank, ctx->node, msg,
+                ctx->step, (unsigned long long)epoch);
         har_seg_fail(seg);
         return rc;
     }
