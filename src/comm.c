@@ -240,8 +240,15 @@ typedef struct {
     har_reduce_fn fn;
     MPI_Datatype type;
     MPI_Op op;
-    int out_on_host;
+    har_mem_kind_t in_kind, out_kind;
 } chunk_t;
+
+/* Slot (host) to the output buffer, whatever its kind. */
+static int copy_out(const chunk_t *c, char *dst, const char *slot, size_t bytes)
+{
+    return har_mem_copy_kinds(dst, c->out_kind, slot, HAR_MEM_HOST, bytes) == 0 ? MPI_SUCCESS
+                                                                                : har_error_code(HAR_ERR_CUDA);
+}
 
 static int wait_all(har_state_t *st, const char *step)
 {
@@ -262,9 +269,9 @@ static int wait_one(har_state_t *st, int peer, const char *step)
 /* Step 0 and 1a: announce the memory kind, put this rank's input in its slot. */
 static int arrive(const chunk_t *c, char *slot)
 {
-    har_mem_kind_t kind = har_mem_kind(c->in);
-    atomic_store_explicit(&har_seg_ctl(&c->st->seg, c->st->local_rank)->kind, kind, memory_order_relaxed);
-    if (har_mem_copy(slot, c->in, c->n * c->elem) != 0) return har_error_code(HAR_ERR_CUDA);
+    atomic_store_explicit(&har_seg_ctl(&c->st->seg, c->st->local_rank)->kind, c->in_kind, memory_order_relaxed);
+    if (har_mem_copy_kinds(slot, HAR_MEM_HOST, c->in, c->in_kind, c->n * c->elem) != 0)
+        return har_error_code(HAR_ERR_CUDA);
     har_seg_signal(&c->st->seg);
     return wait_all(c->st, "input");
 }
@@ -276,11 +283,10 @@ static int one_shot(const chunk_t *c, unsigned parity)
     int rc = arrive(c, har_seg_slot(&st->seg, st->local_rank, parity));
     if (rc != MPI_SUCCESS) return rc;
     size_t bytes = c->n * c->elem;
-    char *acc = c->out_on_host ? c->out : st->scratch;
+    char *acc = c->out_kind == HAR_MEM_HOST ? c->out : st->scratch;
     memcpy(acc, har_seg_slot(&st->seg, 0, parity), bytes);
     for (int r = 1; r < st->local_size; r++) c->fn(acc, har_seg_slot(&st->seg, r, parity), c->n);
-    if (!c->out_on_host && har_mem_copy(c->out, acc, bytes) != 0) return har_error_code(HAR_ERR_CUDA);
-    return MPI_SUCCESS;
+    return acc == c->out ? MPI_SUCCESS : copy_out(c, c->out, acc, bytes);
 }
 
 /* Inter-node step on a reduced block: ring or the MPI's all-reduce. */
@@ -330,16 +336,15 @@ static int two_shot(const chunk_t *c, unsigned parity, unsigned *paths)
         }
         har_seg_signal(seg);
         if (me != 0 && (rc = wait_one(st, 0, "leader")) != MPI_SUCCESS) return rc;
-        if (har_mem_copy(c->out, har_seg_slot(seg, 0, parity), c->n * c->elem) != 0)
-            return har_error_code(HAR_ERR_CUDA);
-        return MPI_SUCCESS;
+        return copy_out(c, c->out, har_seg_slot(seg, 0, parity), c->n * c->elem);
     }
 
     if ((rc = wait_all(st, "shard")) != MPI_SUCCESS) return rc;
     for (int r = 0; r < L; r++) {
         har_shard(c->n, c->elem, L, r, &off, &len);
-        if (har_mem_copy(c->out + off * c->elem, har_seg_slot(seg, r, parity) + off * c->elem, len * c->elem) != 0)
-            return har_error_code(HAR_ERR_CUDA);
+        if ((rc = copy_out(c, c->out + off * c->elem, har_seg_slot(seg, r, parity) + off * c->elem,
+                           len * c->elem)) != MPI_SUCCESS)
+            return rc;
     }
     return MPI_SUCCESS;
 }
@@ -363,8 +368,8 @@ int har_hier_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype typ
 
     har_plan_t plan = har_plan((size_t)count, red.elem_size, st->local_size, st->nnodes, &st->cfg);
     *paths |= HAR_BIT(HOST_SEGMENT) | (plan.one_shot ? HAR_BIT(ONE_SHOT) : HAR_BIT(TWO_SHOT));
-    chunk_t c = {st, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf, 0, red.elem_size, red.fn, type, op,
-                 har_mem_kind(rbuf) == HAR_MEM_HOST};
+    const char *in = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+    chunk_t c = {st, in, rbuf, 0, red.elem_size, red.fn, type, op, har_mem_kind(in), har_mem_kind(rbuf)};
     int rc = MPI_SUCCESS;
     for (size_t done = 0; done < (size_t)count && rc == MPI_SUCCESS; done += c.n) {
         chunk_t part = c;

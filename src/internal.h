@@ -106,8 +106,11 @@ HAR_HIDDEN har_reduce_t har_reduce_lookup(MPI_Datatype type, MPI_Op op);
 typedef enum { HAR_MEM_HOST = 0, HAR_MEM_DEVICE = 1, HAR_MEM_MANAGED = 2 } har_mem_kind_t;
 
 HAR_HIDDEN har_mem_kind_t har_mem_kind(const void *p);
-/* Copy between any two kinds; returns 0 or -1 (logged). */
+/* Copy between any two kinds; returns 0 or -1 (logged). The _kinds form
+ * takes kinds already known, so a call asks CUDA about each buffer once. */
 HAR_HIDDEN int har_mem_copy(void *dst, const void *src, size_t bytes);
+HAR_HIDDEN int har_mem_copy_kinds(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind,
+                                  size_t bytes);
 HAR_HIDDEN int har_cuda_available(void);
 /* What the MPI underneath can do with device memory, after overrides. */
 HAR_HIDDEN int har_mpi_cuda_p2p(void);

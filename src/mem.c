@@ -5,7 +5,9 @@
  * application already loaded (RTLD_NOLOAD). A process that never touched
  * CUDA cannot own device memory, so it gets no CUDA call and no context from
  * har, and libhar loads on machines without CUDA libraries. */
+#define _GNU_SOURCE  /* dl_iterate_phdr's dlpi_adds */
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +27,24 @@ static struct {
 } cu;
 static pthread_mutex_t cu_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The loader's count of objects loaded so far: a cheap way to know that
+ * nothing new (libcuda among others) was loaded since the last look. */
+static int count_adds(struct dl_phdr_info *info, size_t size, void *adds)
+{
+    (void)size;
+    *(unsigned long long *)adds = info->dlpi_adds;
+    return 1;  /* the counter is the same in every entry: stop at the first */
+}
+
 /* Binds the driver entry points if the application has loaded libcuda. */
 static int cuda_bind(void)
 {
+    static unsigned long long seen_adds = ~0ull;
     if (__atomic_load_n(&cu.loaded, __ATOMIC_ACQUIRE)) return 1;
+    unsigned long long adds = 0;
+    dl_iterate_phdr(count_adds, &adds);
+    if (adds == __atomic_load_n(&seen_adds, __ATOMIC_RELAXED)) return 0;
+    __atomic_store_n(&seen_adds, adds, __ATOMIC_RELAXED);
     void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
     if (!lib) return 0;
     pthread_mutex_lock(&cu_lock);
@@ -66,8 +82,13 @@ int har_cuda_available(void) { return cuda_bind(); }
 
 int har_mem_copy(void *dst, const void *src, size_t bytes)
 {
+    return har_mem_copy_kinds(dst, har_mem_kind(dst), src, har_mem_kind(src), bytes);
+}
+
+int har_mem_copy_kinds(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind, size_t bytes)
+{
     if (bytes == 0) return 0;
-    if (har_mem_kind(dst) == HAR_MEM_HOST && har_mem_kind(src) == HAR_MEM_HOST) {
+    if (dst_kind == HAR_MEM_HOST && src_kind == HAR_MEM_HOST) {
         memcpy(dst, src, bytes);
         return 0;
     }
@@ -76,7 +97,7 @@ int har_mem_copy(void *dst, const void *src, size_t bytes)
     CUcontext cur = NULL, owner = NULL;
     cu.ctx_get_current(&cur);
     if (!cur) {
-        const void *dev = har_mem_kind(dst) != HAR_MEM_HOST ? dst : src;
+        const void *dev = dst_kind != HAR_MEM_HOST ? dst : src;
         cu.pointer_get_attribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)dev);
         if (owner) cu.ctx_push(owner);
     }
@@ -93,11 +114,13 @@ int har_mem_copy(void *dst, const void *src, size_t bytes)
 #else
 har_mem_kind_t har_mem_kind(const void *p) { (void)p; return HAR_MEM_HOST; }
 int har_cuda_available(void) { return 0; }
-int har_mem_copy(void *dst, const void *src, size_t bytes)
+int har_mem_copy_kinds(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind, size_t bytes)
 {
+    (void)dst_kind; (void)src_kind;
     memcpy(dst, src, bytes);
     return 0;
 }
+int har_mem_copy(void *dst, const void *src, size_t bytes) { return har_mem_copy_kinds(dst, 0, src, 0, bytes); }
 #endif
 
 /* ---- what the MPI can do with device memory ----------------------------- */

@@ -4,7 +4,10 @@
  * waiter loads it with acquire. Waits spin briefly, then yield, then sleep:
  * ranks are often oversubscribed, and a spinning waiter would steal the core
  * of the peer it waits for. A late peer is normal; a dead one (its liveness
- * lock gone) or one past HAR_TIMEOUT ends the wait with an error. */
+ * lock gone) or one past HAR_TIMEOUT ends the wait with an error.
+ * No wait here runs while this rank has MPI requests outstanding: the ring
+ * completes its requests (PMPI_Waitall) before the rank signals, so these
+ * waits never need to drive MPI progress. */
 #define _GNU_SOURCE  /* F_OFD_GETLK */
 #include <errno.h>
 #include <fcntl.h>
