@@ -34,6 +34,7 @@ HAR_API const char *har_version(void);
     X(FORWARDED, "forwarded", "handed to the MPI's own MPI_Allreduce")         \
     X(STAGED, "staged", "forwarded with device buffers staged through host")   \
     X(HOST_SEGMENT, "host_segment", "reduced inside the node on host shared memory") \
+    X(IPC, "ipc", "reduced inside the node by GPU kernels over CUDA IPC")      \
     X(ONE_SHOT, "one_shot", "every local rank reduced the whole vector")       \
     X(TWO_SHOT, "two_shot", "reduce-scatter of shards, then all-gather")       \
     X(RAILS, "rails", "nodes of equal size: local rank i carries shard i")     \

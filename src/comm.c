@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "hier.h"
 #include "seg.h"
+#include "seg_cuda.h"
 
 typedef struct har_state {
     struct har_state *next, *prev;  /* every live state, for MPI_Finalize */
@@ -20,6 +21,7 @@ typedef struct har_state {
     MPI_Comm node_comm, rail_comm, leader_comm;  /* MPI_COMM_NULL where unused */
     har_algo_cfg_t cfg;             /* rank 0's */
     har_seg_t seg;
+    har_devseg_t *dev;              /* CUDA IPC segment; NULL: device buffers use the host one */
     unsigned chunk_seq;             /* picks the slot parity; same on all ranks */
     char *scratch;                  /* slot_bytes: ring blocks, device output staging */
 } har_state_t;
@@ -45,6 +47,7 @@ static void release_segment(har_state_t *st)
 static void state_free(har_state_t *st)
 {
     release_segment(st);
+    har_devseg_destroy(st->dev);
     free(st->scratch);
     pthread_mutex_lock(&lock);
     MPI_Comm internal[3] = {st->node_comm, st->rail_comm, st->leader_comm};
@@ -199,6 +202,7 @@ static void state_setup(har_state_t *st)
                     "this communicator's all-reduces go to the MPI");
         return;
     }
+    st->dev = har_devseg_create(st->node_comm, (size_t)st->cfg.device_slot_bytes);
     HAR_LOG(HAR_LOG_DEBUG, "communicator of %d ranks: node %d of %d, local rank %d of %d, %s, segment %zu bytes",
             size, st->node, st->nnodes, st->local_rank, st->local_size,
             st->nnodes == 1 ? "one node" : st->uniform ? "rails" : "leader",
@@ -250,26 +254,27 @@ static int copy_out(const chunk_t *c, char *dst, const char *slot, size_t bytes)
                                                                                 : har_error_code(HAR_ERR_CUDA);
 }
 
+static int wait_code(har_wait_rc_t rc)
+{
+    static const har_error_t errs[] = {0, HAR_ERR_PEER_DEAD, HAR_ERR_TIMEOUT, HAR_ERR_PEER_FAILED};
+    return rc == HAR_WAIT_OK ? MPI_SUCCESS : har_error_code(errs[rc]);
+}
+
 static int wait_all(har_state_t *st, const char *step)
 {
     har_wait_ctx_t ctx = {step, st->rank, st->node, st->cfg.timeout};
-    har_wait_rc_t rc = har_seg_wait_all(&st->seg, st->seg.my_epoch, &ctx);
-    static const har_error_t errs[] = {0, HAR_ERR_PEER_DEAD, HAR_ERR_TIMEOUT, HAR_ERR_PEER_FAILED};
-    return rc == HAR_WAIT_OK ? MPI_SUCCESS : har_error_code(errs[rc]);
+    return wait_code(har_seg_wait_all(&st->seg, st->seg.my_epoch, &ctx));
 }
 
 static int wait_one(har_state_t *st, int peer, const char *step)
 {
     har_wait_ctx_t ctx = {step, st->rank, st->node, st->cfg.timeout};
-    har_wait_rc_t rc = har_seg_wait(&st->seg, peer, st->seg.my_epoch, &ctx);
-    static const har_error_t errs[] = {0, HAR_ERR_PEER_DEAD, HAR_ERR_TIMEOUT, HAR_ERR_PEER_FAILED};
-    return rc == HAR_WAIT_OK ? MPI_SUCCESS : har_error_code(errs[rc]);
+    return wait_code(har_seg_wait(&st->seg, peer, st->seg.my_epoch, &ctx));
 }
 
-/* Step 0 and 1a: announce the memory kind, put this rank's input in its slot. */
+/* Put this rank's input in its slot, and wait until every local rank has. */
 static int arrive(const chunk_t *c, char *slot)
 {
-    atomic_store_explicit(&har_seg_ctl(&c->st->seg, c->st->local_rank)->kind, c->in_kind, memory_order_relaxed);
     if (har_mem_copy_kinds(slot, HAR_MEM_HOST, c->in, c->in_kind, c->n * c->elem) != 0)
         return har_error_code(HAR_ERR_CUDA);
     har_seg_signal(&c->st->seg);
@@ -290,15 +295,24 @@ static int one_shot(const chunk_t *c, unsigned parity)
 }
 
 /* Inter-node step on a reduced block: ring or the MPI's all-reduce. */
-static int inter_node(const chunk_t *c, MPI_Comm across, char *data, size_t n)
+static int inter_node(const chunk_t *c, MPI_Comm across, char *data, size_t n, char *tmp)
 {
     if (c->st->cfg.inter_mpi) return PMPI_Allreduce(MPI_IN_PLACE, data, (int)n, c->type, c->op, across);
-    return har_ring_allreduce(data, n, c->elem, c->fn, across, c->st->scratch);
+    return har_ring_allreduce(data, n, c->elem, c->fn, across, tmp);
+}
+
+/* Which paths serve the inter-node step, by plan: every rank reports the
+ * same paths for the same call, even one whose shard is empty. */
+static unsigned inter_paths(const har_state_t *st)
+{
+    if (st->nnodes == 1) return 0;
+    return (st->uniform ? HAR_BIT(RAILS) : HAR_BIT(LEADER)) |
+           (st->cfg.inter_mpi ? HAR_BIT(INTER_MPI) : HAR_BIT(RING));
 }
 
 /* Reduce-scatter: local rank i reduces shard i; inter-node step on it (rails)
  * or on the whole vector (leader); all-gather of finished shards. */
-static int two_shot(const chunk_t *c, unsigned parity, unsigned *paths)
+static int two_shot(const chunk_t *c, unsigned parity)
 {
     har_state_t *st = c->st;
     har_seg_t *seg = &st->seg;
@@ -314,25 +328,21 @@ static int two_shot(const chunk_t *c, unsigned parity, unsigned *paths)
      * each shard is reduced by one rank only, so results match everywhere. */
     for (int r = 0; r < L; r++)
         if (r != me) c->fn(shard, har_seg_slot(seg, r, parity) + off * c->elem, len);
-    if (st->rail_comm != MPI_COMM_NULL) {
-        /* Counted by plan, not by this rank's share: every rank reports the
-         * same paths for the same call, even one whose shard is empty. */
-        *paths |= HAR_BIT(RAILS) | (st->cfg.inter_mpi ? HAR_BIT(INTER_MPI) : HAR_BIT(RING));
-        if (len > 0 && (rc = inter_node(c, st->rail_comm, shard, len)) != MPI_SUCCESS) return rc;
-    }
+    if (st->rail_comm != MPI_COMM_NULL && len > 0 &&
+        (rc = inter_node(c, st->rail_comm, shard, len, st->scratch)) != MPI_SUCCESS)
+        return rc;
     har_seg_signal(seg);
 
     if (st->nnodes > 1 && !st->uniform) {
         /* Leader mode: rank 0 carries the node's vector across nodes and
          * leaves the result in its own slot (nobody reads its input now). */
-        *paths |= HAR_BIT(LEADER) | (st->cfg.inter_mpi ? HAR_BIT(INTER_MPI) : HAR_BIT(RING));
         if (me == 0) {
             if ((rc = wait_all(st, "shard")) != MPI_SUCCESS) return rc;
             for (int r = 1; r < L; r++) {
                 har_shard(c->n, c->elem, L, r, &off, &len);
                 memcpy(mine + off * c->elem, har_seg_slot(seg, r, parity) + off * c->elem, len * c->elem);
             }
-            if ((rc = inter_node(c, st->leader_comm, mine, c->n)) != MPI_SUCCESS) return rc;
+            if ((rc = inter_node(c, st->leader_comm, mine, c->n, st->scratch)) != MPI_SUCCESS) return rc;
         }
         har_seg_signal(seg);
         if (me != 0 && (rc = wait_one(st, 0, "leader")) != MPI_SUCCESS) return rc;
@@ -347,6 +357,53 @@ static int two_shot(const chunk_t *c, unsigned parity, unsigned *paths)
             return rc;
     }
     return MPI_SUCCESS;
+}
+
+/* ---- device buffers through the CUDA IPC segment ------------------------ */
+
+typedef struct {
+    const chunk_t *c;
+    double started;
+} dev_ctx_t;
+
+static int dev_inter(void *ctx, char *shard, size_t n, char *tmp)
+{
+    const chunk_t *c = ((dev_ctx_t *)ctx)->c;
+    return inter_node(c, c->st->rail_comm, shard, n, tmp);
+}
+
+static int dev_check_peers(void *ctx)
+{
+    dev_ctx_t *d = ctx;
+    har_wait_ctx_t w = {"device", d->c->st->rank, d->c->st->node, d->c->st->cfg.timeout};
+    return wait_code(har_seg_check_peers(&d->c->st->seg, d->started, &w));
+}
+
+/* Step 0: every local rank says whether both its buffers are device memory;
+ * the node then agrees, with no MPI call, whether the kernels serve it. */
+static int arrive_kinds(har_state_t *st, const chunk_t *c, int *all_device)
+{
+    int mine = c->in_kind == HAR_MEM_DEVICE && c->out_kind == HAR_MEM_DEVICE;
+    atomic_store_explicit(&har_seg_ctl(&st->seg, st->local_rank)->kind, mine, memory_order_relaxed);
+    har_seg_signal(&st->seg);
+    int rc = wait_all(st, "arrival");
+    *all_device = 1;
+    for (int r = 0; r < st->local_size; r++)
+        *all_device &= atomic_load_explicit(&har_seg_ctl(&st->seg, r)->kind, memory_order_relaxed) == 1;
+    return rc;
+}
+
+static int device_call(har_state_t *st, const chunk_t *c, size_t count, har_reduce_t red, unsigned *paths)
+{
+    har_algo_cfg_t dc = st->cfg;
+    dc.slot_bytes = (long long)har_devseg_slot_bytes(st->dev);
+    dc.one_shot_max = st->cfg.device_one_shot_max;
+    har_plan_t plan = har_plan(count, c->elem, st->local_size, st->nnodes, &dc);
+    *paths |= HAR_BIT(IPC) | (plan.one_shot ? HAR_BIT(ONE_SHOT) : HAR_BIT(TWO_SHOT)) | inter_paths(st);
+    dev_ctx_t ctx = {c, har_seg_now()};
+    har_dev_call_t call = {c->in, c->out, count, c->elem, plan.chunk_elems, red.dev_type, red.dev_op,
+                           plan.one_shot, &st->chunk_seq, st->nnodes > 1 ? dev_inter : NULL, dev_check_peers, &ctx};
+    return har_devseg_allreduce(st->dev, &call);
 }
 
 int har_hier_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, har_reduce_t red,
@@ -366,19 +423,27 @@ int har_hier_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype typ
     size_t bytes = (size_t)count * red.elem_size;
     if (bytes < (size_t)st->cfg.min_bytes || bytes > (size_t)st->cfg.max_bytes) return HAR_DECLINED;
 
-    har_plan_t plan = har_plan((size_t)count, red.elem_size, st->local_size, st->nnodes, &st->cfg);
-    *paths |= HAR_BIT(HOST_SEGMENT) | (plan.one_shot ? HAR_BIT(ONE_SHOT) : HAR_BIT(TWO_SHOT));
     const char *in = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     chunk_t c = {st, in, rbuf, 0, red.elem_size, red.fn, type, op, har_mem_kind(in), har_mem_kind(rbuf)};
-    int rc = MPI_SUCCESS;
-    for (size_t done = 0; done < (size_t)count && rc == MPI_SUCCESS; done += c.n) {
-        chunk_t part = c;
-        part.n = (size_t)count - done < plan.chunk_elems ? (size_t)count - done : plan.chunk_elems;
-        part.in = c.in + done * c.elem;
-        part.out = c.out + done * c.elem;
-        c.n = part.n;
-        unsigned parity = st->chunk_seq++ & 1;
-        rc = plan.one_shot ? one_shot(&part, parity) : two_shot(&part, parity, paths);
+    int rc = MPI_SUCCESS, all_device = 0;
+    /* Leader mode keeps to the host segment: its leader carries the whole
+     * vector, which the device kernels do not split that way. */
+    if (st->dev && red.dev_type != HAR_DT_NONE && red.dev_op != HAR_OP_NONE && (st->nnodes == 1 || st->uniform))
+        rc = arrive_kinds(st, &c, &all_device);
+    if (rc == MPI_SUCCESS && all_device) {
+        rc = device_call(st, &c, (size_t)count, red, paths);
+    } else if (rc == MPI_SUCCESS) {
+        har_plan_t plan = har_plan((size_t)count, red.elem_size, st->local_size, st->nnodes, &st->cfg);
+        *paths |= HAR_BIT(HOST_SEGMENT) | (plan.one_shot ? HAR_BIT(ONE_SHOT) : HAR_BIT(TWO_SHOT)) | inter_paths(st);
+        for (size_t done = 0; done < (size_t)count && rc == MPI_SUCCESS; done += c.n) {
+            chunk_t part = c;
+            part.n = (size_t)count - done < plan.chunk_elems ? (size_t)count - done : plan.chunk_elems;
+            part.in = c.in + done * c.elem;
+            part.out = c.out + done * c.elem;
+            c.n = part.n;
+            unsigned parity = st->chunk_seq++ & 1;
+            rc = plan.one_shot ? one_shot(&part, parity) : two_shot(&part, parity);
+        }
     }
     if (rc != MPI_SUCCESS) {
         /* Peers may be stuck or gone: never touch this segment again. */

@@ -167,6 +167,8 @@ void har_algo_cfg_local(har_algo_cfg_t *a)
     a->slot_bytes = (har_cfg.slot_bytes.i + 127) / 128 * 128;
     if (a->slot_bytes < 128) a->slot_bytes = 128;
     a->one_shot_max = har_cfg.one_shot_max.i;
+    a->device_slot_bytes = har_cfg.device_slot_bytes.i < (1 << 20) ? (1 << 20) : har_cfg.device_slot_bytes.i;
+    a->device_one_shot_max = har_cfg.device_one_shot_max.i;
     a->timeout = har_cfg.timeout.d;
     a->inter_mpi = strcmp(har_cfg.inter.s, "mpi") == 0;
 }

@@ -42,6 +42,12 @@ typedef enum { HAR_T_BOOL, HAR_T_INT, HAR_T_SIZE, HAR_T_SECONDS, HAR_T_STR } har
       "bytes of each rank's data slot in the node segment (two are kept per rank)") \
     X(one_shot_max, HAR_T_SIZE, "16K", 1,                                           \
       "largest message reduced one-shot on a single node")                          \
+    X(ipc, HAR_T_BOOL, "1", 0,                                                      \
+      "0: no CUDA IPC segment; device buffers then take the host segment")          \
+    X(device_slot_bytes, HAR_T_SIZE, "32M", 1,                                      \
+      "bytes of each rank's data slot in the CUDA IPC segment (two per rank, GPU memory)") \
+    X(device_one_shot_max, HAR_T_SIZE, "256K", 1,                                   \
+      "largest message on device buffers reduced one-shot on a single node")        \
     X(inter, HAR_T_STR, "ring", 1,                                                  \
       "ring or mpi: the inter-node step by har's ring or by the MPI's MPI_Allreduce")      \
     X(max_comms, HAR_T_INT, "16", 0,                                                \
@@ -50,6 +56,8 @@ typedef enum { HAR_T_BOOL, HAR_T_INT, HAR_T_SIZE, HAR_T_SECONDS, HAR_T_STR } har
       "seconds a rank may wait for a peer before failing; 0 waits for ever (a dead peer is detected either way)") \
     X(test_corrupt, HAR_T_STR, "", 0,                                               \
       "test only: RANK:INDEX flips one result element on that rank")                \
+    X(test_ipc_fail, HAR_T_BOOL, "0", 0,                                            \
+      "test only: the CUDA IPC set-up check fails on local rank 0, so the node falls back") \
     X(test_require_gpu, HAR_T_BOOL, "0", 0,                                         \
       "test suite only: GPU tests fail instead of being skipped without a GPU")        \
     X(test_seed, HAR_T_STR, "", 0,                                                  \
@@ -75,6 +83,7 @@ HAR_HIDDEN void har_config_print(FILE *out, int markdown);
 /* The algorithm settings a communicator plans with (rank 0's, broadcast). */
 typedef struct {
     long long node_size, min_bytes, max_bytes, slot_bytes, one_shot_max;
+    long long device_slot_bytes, device_one_shot_max;
     double timeout;
     int inter_mpi;
 } har_algo_cfg_t;
@@ -96,6 +105,7 @@ typedef void (*har_reduce_fn)(void *restrict inout, const void *restrict in, siz
 typedef struct {
     har_reduce_fn fn;   /* NULL: har does not serve this (type, op) */
     size_t elem_size;
+    int dev_type, dev_op;  /* har_dtype_t, har_opcode_t (dev.h): HAR_DT_NONE if no kernel serves it */
 } har_reduce_t;
 
 /* Looks up the reduction of a predefined datatype and op. */
@@ -112,6 +122,8 @@ HAR_HIDDEN int har_mem_copy(void *dst, const void *src, size_t bytes);
 HAR_HIDDEN int har_mem_copy_kinds(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind,
                                   size_t bytes);
 HAR_HIDDEN int har_cuda_available(void);
+/* Has the calling thread a current CUDA context (made by the application)? */
+HAR_HIDDEN int har_cuda_context_current(void);
 /* What the MPI underneath can do with device memory, after overrides. */
 HAR_HIDDEN int har_mpi_cuda_p2p(void);
 HAR_HIDDEN int har_mpi_cuda_reduce(void);

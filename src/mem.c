@@ -80,6 +80,12 @@ har_mem_kind_t har_mem_kind(const void *p)
 
 int har_cuda_available(void) { return cuda_bind(); }
 
+int har_cuda_context_current(void)
+{
+    CUcontext ctx = NULL;
+    return cuda_bind() && cu.ctx_get_current(&ctx) == CUDA_SUCCESS && ctx != NULL;
+}
+
 int har_mem_copy(void *dst, const void *src, size_t bytes)
 {
     return har_mem_copy_kinds(dst, har_mem_kind(dst), src, har_mem_kind(src), bytes);
@@ -114,6 +120,7 @@ int har_mem_copy_kinds(void *dst, har_mem_kind_t dst_kind, const void *src, har_
 #else
 har_mem_kind_t har_mem_kind(const void *p) { (void)p; return HAR_MEM_HOST; }
 int har_cuda_available(void) { return 0; }
+int har_cuda_context_current(void) { return 0; }
 int har_mem_copy_kinds(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind, size_t bytes)
 {
     (void)dst_kind; (void)src_kind;

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "internal.h"
+#include "dev.h"
 
 #define LOOP(name, T, expr)                                                   \
     static void name(void *restrict inout_, const void *restrict in_, size_t n) \
@@ -81,10 +82,33 @@ static type_info_t type_info(MPI_Datatype t)
      : info.size == 4 ? (info.is_signed ? op##_i32 : op##_u32)                 \
                       : (info.is_signed ? op##_i64 : op##_u64))
 
+/* The kernels' element type: 32- and 64-bit integers and floats. */
+static int dev_type(type_info_t info)
+{
+    if (info.kind == K_FLOAT) return info.size == 4 ? HAR_DT_F32 : HAR_DT_F64;
+    if (info.kind != K_INT || info.size < 4) return HAR_DT_NONE;
+    return info.size == 4 ? (info.is_signed ? HAR_DT_I32 : HAR_DT_U32) : (info.is_signed ? HAR_DT_I64 : HAR_DT_U64);
+}
+
+static int dev_op(MPI_Op op)
+{
+    if (op == MPI_SUM) return HAR_OP_SUM;
+    if (op == MPI_PROD) return HAR_OP_PROD;
+    if (op == MPI_MIN) return HAR_OP_MIN;
+    if (op == MPI_MAX) return HAR_OP_MAX;
+    if (op == MPI_BAND) return HAR_OP_BAND;
+    if (op == MPI_BOR) return HAR_OP_BOR;
+    if (op == MPI_BXOR) return HAR_OP_BXOR;
+    if (op == MPI_LAND) return HAR_OP_LAND;
+    if (op == MPI_LOR) return HAR_OP_LOR;
+    if (op == MPI_LXOR) return HAR_OP_LXOR;
+    return HAR_OP_NONE;
+}
+
 har_reduce_t har_reduce_lookup(MPI_Datatype type, MPI_Op op)
 {
     type_info_t info = type_info(type);
-    har_reduce_t r = {NULL, info.size};
+    har_reduce_t r = {NULL, info.size, HAR_DT_NONE, HAR_OP_NONE};
     int is_int = info.kind == K_INT, is_f32 = info.kind == K_FLOAT && info.size == 4,
         is_f64 = info.kind == K_FLOAT && info.size == 8;
     if (is_int || is_f32 || is_f64) {
@@ -105,6 +129,10 @@ har_reduce_t har_reduce_lookup(MPI_Datatype type, MPI_Op op)
         if (op == MPI_BAND) r.fn = PICK_INT(band);
         else if (op == MPI_BOR) r.fn = PICK_INT(bor);
         else if (op == MPI_BXOR) r.fn = PICK_INT(bxor);
+    }
+    if (r.fn) {
+        r.dev_type = dev_type(info);
+        r.dev_op = dev_op(op);
     }
     return r;
 }

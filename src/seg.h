@@ -13,7 +13,7 @@
  * first rank to find the owner gone sets). */
 typedef struct {
     _Atomic uint64_t epoch;   /* steps this rank has finished; only grows */
-    _Atomic uint32_t kind;    /* memory kind announced at arrival */
+    _Atomic uint32_t kind;    /* at arrival: 1 if both buffers are device memory */
     _Atomic uint32_t dead;
 } har_ctl_t;
 
@@ -74,6 +74,11 @@ uint64_t har_seg_signal(har_seg_t *seg);
 har_wait_rc_t har_seg_wait(har_seg_t *seg, int peer, uint64_t epoch, const har_wait_ctx_t *ctx);
 /* Waits for every rank of the segment. */
 har_wait_rc_t har_seg_wait_all(har_seg_t *seg, uint64_t epoch, const har_wait_ctx_t *ctx);
+/* While something else waits (a GPU stream): the same checks as a wait's
+ * slow path, on every peer, with the time-out counted from `started`
+ * (har_seg_now()). Logs and marks the segment failed on trouble. */
+har_wait_rc_t har_seg_check_peers(har_seg_t *seg, double started, const har_wait_ctx_t *ctx);
+double har_seg_now(void);
 /* Tells every peer to stop waiting: this rank will not take part any more. */
 void har_seg_fail(har_seg_t *seg);
 

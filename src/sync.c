@@ -78,6 +78,27 @@ har_wait_rc_t har_seg_wait(har_seg_t *seg, int peer, uint64_t epoch, const har_w
     }
 }
 
+har_wait_rc_t har_seg_check_peers(har_seg_t *seg, double started, const har_wait_ctx_t *ctx)
+{
+    har_wait_rc_t rc = HAR_WAIT_OK;
+    int peer = 0;
+    if (atomic_load(&seg->hdr->failed)) rc = HAR_WAIT_FAILED;
+    for (; rc == HAR_WAIT_OK && peer < seg->nranks; peer++)
+        if (peer != seg->me && !peer_alive(seg, peer)) rc = HAR_WAIT_DEAD;
+    if (rc == HAR_WAIT_OK && ctx->timeout > 0 && now() - started > ctx->timeout) rc = HAR_WAIT_TIMEOUT;
+    if (rc == HAR_WAIT_OK) return rc;
+    char msg[128];
+    if (rc == HAR_WAIT_DEAD) snprintf(msg, sizeof msg, "local peer %d died", peer - 1);
+    else snprintf(msg, sizeof msg, "%s", rc == HAR_WAIT_TIMEOUT ? "a local peer did not finish within HAR_TIMEOUT"
+                                                                 : "a local rank reported a failure");
+    har_log(HAR_LOG_ERROR, "rank %d (node %d): %s; step %s, epoch %llu", ctx->comm_rank, ctx->node, msg, ctx->step,
+            (unsigned long long)seg->my_epoch);
+    har_seg_fail(seg);
+    return rc;
+}
+
+double har_seg_now(void) { return now(); }
+
 har_wait_rc_t har_seg_wait_all(har_seg_t *seg, uint64_t epoch, const har_wait_ctx_t *ctx)
 {
     for (int r = 0; r < seg->nranks; r++) {

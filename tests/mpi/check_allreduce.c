@@ -8,7 +8,7 @@
  * call (--expect), or the MPI (forwarded cases, always checked).
  *
  *   check_allreduce [--seed S] [--sample K] [--counts a,b,..] [--expect p1,p2]
- *                   [--comms N] [--no-forwarded] [--types t1,t2]
+ *                   [--comms N] [--no-forwarded] [--types t1,t2] [--device [--mixed]]
  * Exit 0 only if every case passed on every rank. */
 #include <complex.h>
 #include <float.h>
@@ -19,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "har.h"
+#ifdef HAR_TEST_CUDA
+#include <cuda_runtime.h>
+#endif
 
 typedef enum { INT, FLT, BOOL, BYTE } kind_t;
 typedef struct { MPI_Datatype t; const char *name; kind_t kind; int size, is_signed; } type_t;
@@ -182,6 +185,34 @@ static int check_paths(int forwarded_expected, char *why, size_t len)
 
 typedef struct { MPI_Comm comm; const char *name; uint64_t hash; } comm_t;
 
+/* --device: the call gets device copies of the buffers (built with
+ * HAR_TEST_CUDA); with --mixed, odd world ranks keep host buffers. */
+static int use_device, mixed;
+
+static int allreduce(const void *in, char *out, size_t bytes, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+#ifdef HAR_TEST_CUDA
+    if (use_device && !(mixed && world_rank % 2)) {
+        char *din = NULL, *dout = NULL;
+        size_t alloc = bytes ? bytes : 1;
+        if (cudaMalloc((void **)&dout, alloc) != cudaSuccess ||
+            (in != MPI_IN_PLACE && cudaMalloc((void **)&din, alloc) != cudaSuccess)) {
+            fprintf(stderr, "cudaMalloc failed\n");
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        cudaMemcpy(dout, out, bytes, cudaMemcpyHostToDevice);  /* poison, or the input when in place */
+        if (din) cudaMemcpy(din, in, bytes, cudaMemcpyHostToDevice);
+        int rc = MPI_Allreduce(din ? din : MPI_IN_PLACE, dout, count, t, op, comm);
+        if (cudaMemcpy(out, dout, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) rc = MPI_ERR_OTHER;
+        cudaFree(din);
+        cudaFree(dout);
+        return rc;
+    }
+#endif
+    (void)bytes;
+    return MPI_Allreduce(in, out, count, t, op, comm);
+}
+
 /* One case: returns 1 if it passed on this rank. */
 static int run_case(comm_t *c, const type_t *t, const op_t *o, size_t count, int inplace,
                     uint64_t seed, int forwarded_expected)
@@ -199,7 +230,7 @@ static int run_case(comm_t *c, const type_t *t, const op_t *o, size_t count, int
     memset(out, 0xA5, bytes);  /* poison: unwritten elements fail */
     if (inplace) memcpy(out, in[rank], bytes);
     har_counters(before);
-    int rc = MPI_Allreduce(inplace ? MPI_IN_PLACE : in[rank], out, (int)count, t->t, o->op, c->comm);
+    int rc = allreduce(inplace ? MPI_IN_PLACE : in[rank], out, bytes, (int)count, t->t, o->op, c->comm);
     char why[256] = "";
     int ok = rc == MPI_SUCCESS;
     if (!ok) snprintf(why, sizeof why, "MPI error %d", rc);
@@ -271,6 +302,15 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+#ifdef HAR_TEST_CUDA
+    /* One GPU per local rank, round robin, as launchers usually arrange. */
+    MPI_Comm node;
+    int local, ndev = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    if (cudaGetDeviceCount(&ndev) == cudaSuccess && ndev > 0) cudaSetDevice(local % ndev);
+#endif
     int size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     uint64_t seed = 12345;
@@ -284,6 +324,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--counts") && a + 1 < argc) ncounts = parse_list(argv[++a], counts, 32);
         else if (!strcmp(argv[a], "--comms") && a + 1 < argc) ncomms = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--no-forwarded")) forwarded = 0;
+        else if (!strcmp(argv[a], "--device")) use_device = 1;
+        else if (!strcmp(argv[a], "--mixed")) mixed = 1;
         else if (!strcmp(argv[a], "--types") && a + 1 < argc) {
             only_types = malloc(strlen(argv[++a]) + 3);
             sprintf(only_types, ",%s,", argv[a]);
@@ -318,8 +360,9 @@ int main(int argc, char **argv)
     if (size >= 3) comms[nc++] = (comm_t){rev, "reversed", 0};
     if (nc > ncomms) nc = ncomms;
 
-    if (world_rank == 0) printf("check_allreduce: %d ranks, seed %llu, %s\n", size,
-                                (unsigned long long)seed, sample ? "sampled" : "full matrix");
+    if (world_rank == 0) printf("check_allreduce: %d ranks, seed %llu, %s, %s buffers\n", size,
+                                (unsigned long long)seed, sample ? "sampled" : "full matrix",
+                                use_device ? (mixed ? "mixed device/host" : "device") : "host");
     long ncase = 0, nfail = 0, index = 0;
     char wanted[64];
     uint64_t pick = seed;

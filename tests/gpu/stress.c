@@ -1,0 +1,85 @@
+/* Memory-ordering stress on device buffers: many back-to-back all-reduces of
+ * random sizes, random delays before some ranks' calls, every result
+ * checked exactly (small integers in floats, so sums are exact).
+ *   stress [--iters N] [--seed S] [--expect PATH]
+ *   stress --probe   exit 0 with a GPU, 77 without (1 if HAR_TEST_REQUIRE_GPU=1) */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "har.h"
+
+static uint64_t next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    return (z ^ (z >> 27)) * 0x94d049bb133111ebull ^ (z >> 31);
+}
+
+int main(int argc, char **argv)
+{
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        const char *req = getenv("HAR_TEST_REQUIRE_GPU");
+        fprintf(stderr, "stress: no GPU visible\n");
+        return req && atoi(req) ? 1 : 77;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--probe")) return 0;
+    long iters = 100000;
+    uint64_t seed = 1;
+    int expect = -1;
+    for (int a = 1; a + 1 < argc; a += 2) {
+        if (!strcmp(argv[a], "--iters")) iters = atol(argv[a + 1]);
+        else if (!strcmp(argv[a], "--seed")) seed = strtoull(argv[a + 1], NULL, 10);
+        else if (!strcmp(argv[a], "--expect")) expect = har_path_from_name(argv[a + 1]);
+    }
+    MPI_Init(&argc, &argv);
+    int rank, size, local;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    cudaSetDevice(local % ndev);
+    const int max_n = 1 << 18;
+    float *host = malloc(max_n * sizeof *host), *dev;
+    cudaMalloc((void **)&dev, max_n * sizeof *dev);
+    uint64_t shared = seed, mine = seed ^ (uint64_t)(rank + 1) * 0x51ed27;
+    long bad = 0;
+    unsigned long long before[HAR_PATH_COUNT], after[HAR_PATH_COUNT];
+    har_counters(before);
+    for (long it = 0; it < iters; it++) {
+        /* Sizes from a sequence every rank shares; delays from its own. */
+        int n = 1 + (int)(next(&shared) % (next(&shared) % 8 == 0 ? max_n : 4096));
+        int tag = (int)(it % 1000);
+        for (int i = 0; i < n; i++) host[i] = (float)((i + rank + tag) % 7);
+        cudaMemcpy(dev, host, (size_t)n * sizeof *host, cudaMemcpyHostToDevice);
+        uint64_t r = next(&mine);
+        if (r % 16 == 0) {
+            struct timespec ts = {0, (long)(r >> 40) % 200000};  /* up to 200 us late */
+            nanosleep(&ts, NULL);
+        }
+        MPI_Allreduce(MPI_IN_PLACE, dev, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        cudaMemcpy(host, dev, (size_t)n * sizeof *host, cudaMemcpyDeviceToHost);
+        for (int i = 0; i < n; i++) {
+            float want = 0;
+            for (int q = 0; q < size; q++) want += (float)((i + q + tag) % 7);
+            if (host[i] != want) { bad++; break; }
+        }
+    }
+    har_counters(after);
+    long served = expect < 0 ? iters : (long)(after[expect] - before[expect]);
+    long totals[2] = {bad, served == iters ? 0 : 1}, sums[2];
+    MPI_Allreduce(totals, sums, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);  /* after the checks: through har too */
+    if (rank == 0)
+        printf("stress: %d ranks, %ld calls each (seed %llu): %ld wrong results, path %s on every call: %s\n", size,
+               iters, (unsigned long long)seed, sums[0], expect >= 0 ? har_path_name(expect) : "-",
+               sums[1] ? "NO" : "yes");
+    cudaFree(dev);
+    free(host);
+    MPI_Comm_free(&node);
+    MPI_Finalize();
+    return sums[0] || sums[1];
+}
