@@ -44,6 +44,8 @@ typedef enum { HAR_T_BOOL, HAR_T_INT, HAR_T_SIZE, HAR_T_SECONDS, HAR_T_STR } har
       "largest message reduced one-shot on a single node")                          \
     X(ipc, HAR_T_BOOL, "1", 0,                                                      \
       "0: no CUDA IPC segment; device buffers then take the host segment")          \
+    X(ipc_shared_gpu, HAR_T_BOOL, "0", 0,                                           \
+      "1: ranks sharing a GPU use the kernels too (with MPS; without it their kernels time-slice and wait on each other)") \
     X(device_slot_bytes, HAR_T_SIZE, "32M", 1,                                      \
       "bytes of each rank's data slot in the CUDA IPC segment (two per rank, GPU memory)") \
     X(device_one_shot_max, HAR_T_SIZE, "256K", 1,                                   \

@@ -76,6 +76,13 @@ static int map_peers(har_devseg_t *d, const cudaIpcMemHandle_t *handles, const c
             ok = 0;
             break;
         }
+        if (dev == d->device && !har_cfg.ipc_shared_gpu.i) {
+            /* Kernels of two processes on one GPU time-slice: each barrier
+             * would wait for a context switch. The host segment is faster. */
+            HAR_LOG(HAR_LOG_DEBUG, "CUDA IPC: local rank %d shares this GPU (HAR_IPC_SHARED_GPU=1 allows it)", r);
+            ok = 0;
+            break;
+        }
         if (!can) cudaDeviceCanAccessPeer(&can, d->device, dev);
         if (!can) {
             HAR_LOG(HAR_LOG_DEBUG, "CUDA IPC: no peer access from GPU %d to GPU %d", d->device, dev);

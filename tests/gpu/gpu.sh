@@ -22,16 +22,20 @@ echo "# $ngpu GPU(s), seed $seed"
 # Each rank sees only the GPU of its local rank, as some schedulers arrange.
 own_gpu='CUDA_VISIBLE_DEVICES=$(( ${OMPI_COMM_WORLD_LOCAL_RANK:-${MPI_LOCALRANKID:-0}} % '$ngpu' )) exec "$0" "$@"'
 
-check "2 ranks, one GPU each: full matrix through CUDA IPC kernels" \
-    env HAR_REQUIRE_PATH=ipc $mpi 2 "$prog" --device --counts $counts --no-forwarded --expect ipc
-check "2 ranks: two-shot kernels forced, every communicator" \
-    env HAR_DEVICE_ONE_SHOT_MAX=0 HAR_REQUIRE_PATH=ipc $mpi 2 "$prog" --device --counts $counts --no-forwarded --expect ipc,two_shot
+# With one GPU the kernel tests let ranks share it (HAR_IPC_SHARED_GPU=1):
+# correct but slow, as their kernels time-slice, so those runs are smaller.
+if [ "$ngpu" -ge 2 ]; then share=""; big=1; else share="HAR_IPC_SHARED_GPU=1"; big=0; fi
+full="--counts $counts"; [ $big = 1 ] || full="--counts $counts --sample 6 --seed $seed"
+check "2 ranks on $ngpu GPU(s): matrix through CUDA IPC kernels" \
+    env $share HAR_REQUIRE_PATH=ipc $mpi 2 "$prog" --device $full --no-forwarded --expect ipc
+check "2 ranks: two-shot kernels forced" \
+    env $share HAR_DEVICE_ONE_SHOT_MAX=0 HAR_REQUIRE_PATH=ipc $mpi 2 "$prog" --device $full --no-forwarded --expect ipc,two_shot
 check "2 ranks, 1 MiB device slots: chunked calls (sampled, seed $seed)" \
-    env HAR_DEVICE_SLOT_BYTES=1M $mpi 2 "$prog" --device --counts 65537,300001,1000003 --sample 4 --seed $seed --expect ipc
-check "3 ranks sharing the GPUs: IPC (sampled)" \
-    env HAR_REQUIRE_PATH=ipc $mpi 3 "$prog" --device --counts $counts --sample 3 --seed $seed --no-forwarded --expect ipc
-check "4 ranks on one GPU (CUDA_VISIBLE_DEVICES=0): IPC (sampled)" \
-    env CUDA_VISIBLE_DEVICES=0 HAR_REQUIRE_PATH=ipc $mpi 4 "$prog" --device --counts 1,1000,65537 --sample 4 --seed $seed --no-forwarded --expect ipc
+    env $share HAR_DEVICE_SLOT_BYTES=1M $mpi 2 "$prog" --device --counts 65537,300001,1000003 --sample 8 --seed $seed --expect ipc
+check "3 ranks sharing GPUs: host segment (kernels would time-slice)" \
+    env HAR_REQUIRE_PATH=host_segment $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 6 --seed $seed --no-forwarded --expect host_segment
+check "3 ranks sharing GPUs, HAR_IPC_SHARED_GPU=1: kernels" \
+    env HAR_IPC_SHARED_GPU=1 HAR_REQUIRE_PATH=ipc $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 12 --seed $seed --no-forwarded --expect ipc
 if [ "$ngpu" -ge 2 ]; then
     check "2 ranks each seeing only its own GPU: host segment" \
         env HAR_REQUIRE_PATH=host_segment $mpi 2 sh -c "$own_gpu" "$prog" --device --counts 1,1000,65537 --sample 3 --seed $seed --no-forwarded --expect host_segment
@@ -39,13 +43,13 @@ else
     tap_skip "2 ranks each seeing only its own GPU" "needs 2 GPUs"
 fi
 check "2 pretend nodes of 1: kernels, and the ring carries device data" \
-    env HAR_NODE_SIZE=1 $mpi 2 "$prog" --device --counts $counts --sample 2 --seed $seed --no-forwarded --expect ipc,rails,ring
+    env $share HAR_NODE_SIZE=1 $mpi 2 "$prog" --device --counts $counts --sample 2 --seed $seed --no-forwarded --expect ipc,rails,ring
 check "4 ranks as 2 nodes of 2: kernels, rails and ring" \
-    env HAR_NODE_SIZE=2 $mpi 4 "$prog" --device --counts $counts --sample 4 --seed $seed --no-forwarded --expect ipc,rails,ring
+    env $share HAR_NODE_SIZE=2 $mpi 4 "$prog" --device --counts $counts --sample 4 --seed $seed --no-forwarded --expect ipc,rails,ring
 check "3 ranks as nodes of 2+1: leader mode on the host segment" \
     env HAR_NODE_SIZE=2 $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 3 --seed $seed --no-forwarded --expect host_segment,leader
 check "HAR_TEST_IPC_FAIL=1: the set-up check fails, the host segment serves" \
-    env HAR_TEST_IPC_FAIL=1 HAR_REQUIRE_PATH=host_segment $mpi 2 "$prog" --device --counts 1,65537 --sample 3 --seed $seed --no-forwarded --expect host_segment
+    env $share HAR_TEST_IPC_FAIL=1 HAR_REQUIRE_PATH=host_segment $mpi 2 "$prog" --device --counts 1,65537 --sample 3 --seed $seed --no-forwarded --expect host_segment
 check "HAR_IPC=0: host segment" \
     env HAR_IPC=0 $mpi 2 "$prog" --device --counts 1,65537 --sample 3 --seed $seed --no-forwarded --expect host_segment
 check "mixed kinds (odd ranks on host buffers): host segment" \
@@ -53,14 +57,15 @@ check "mixed kinds (odd ranks on host buffers): host segment" \
 check "forwarded: the MPI reduces device buffers staged through host" \
     env HAR_MAX_BYTES=0 $mpi 2 "$prog" --device --counts 1,1000,65537 --sample 3 --seed $seed --expect staged
 check_fails "HAR_TEST_CORRUPT on device buffers is caught" "FAIL rank 1" \
-    env HAR_TEST_CORRUPT=1:3 $mpi 2 "$prog" --device --counts 7 --sample 20 --seed $seed --no-forwarded
-check "stress: 100000 calls, random sizes and delays, every result checked" \
-    env HAR_REQUIRE_PATH=ipc $mpi 2 "$stress" --iters 100000 --seed $seed --expect ipc
-check "stress, 2 nodes of 2 (kernels around the ring): 20000 calls" \
-    env HAR_NODE_SIZE=2 $mpi 4 "$stress" --iters 20000 --seed $seed --expect ring
+    env $share HAR_TEST_CORRUPT=1:3 $mpi 2 "$prog" --device --counts 7 --sample 20 --seed $seed --no-forwarded
+iters=100000; [ $big = 1 ] || iters=3000
+check "stress: $iters calls, random sizes and delays, every result checked" \
+    env $share HAR_REQUIRE_PATH=ipc $mpi 2 "$stress" --iters $iters --seed $seed --expect ipc
+check "stress, 2 nodes of 2 (kernels around the ring): $((iters / 5)) calls" \
+    env $share HAR_NODE_SIZE=2 $mpi 4 "$stress" --iters $((iters / 5)) --seed $seed --expect ring
 if command -v compute-sanitizer > /dev/null; then
     check "compute-sanitizer memcheck: a short run, no error" \
-        $mpi 2 compute-sanitizer --tool memcheck --error-exitcode 9 "$stress" --iters 200 --seed $seed --expect ipc
+        env $share $mpi 2 compute-sanitizer --tool memcheck --error-exitcode 9 "$stress" --iters 50 --seed $seed --expect ipc
 else
     tap_skip "compute-sanitizer memcheck" "compute-sanitizer not installed"
 fi
