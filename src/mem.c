@@ -19,6 +19,7 @@
 static struct {
     int loaded;
     CUresult (*pointer_get_attribute)(void *, CUpointer_attribute, CUdeviceptr);
+    CUresult (*pointer_get_attributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
     CUresult (*ctx_get_current)(CUcontext *);
     CUresult (*ctx_push)(CUcontext);
     CUresult (*ctx_pop)(CUcontext *);
@@ -50,12 +51,13 @@ static int cuda_bind(void)
     pthread_mutex_lock(&cu_lock);
     if (!cu.loaded) {
         *(void **)&cu.pointer_get_attribute = dlsym(lib, "cuPointerGetAttribute");
+        *(void **)&cu.pointer_get_attributes = dlsym(lib, "cuPointerGetAttributes");
         *(void **)&cu.ctx_get_current = dlsym(lib, "cuCtxGetCurrent");
         *(void **)&cu.ctx_push = dlsym(lib, "cuCtxPushCurrent_v2");
         *(void **)&cu.ctx_pop = dlsym(lib, "cuCtxPopCurrent_v2");
         *(void **)&cu.memcpy = dlsym(lib, "cuMemcpy");
         *(void **)&cu.get_error_string = dlsym(lib, "cuGetErrorString");
-        int ok = cu.pointer_get_attribute && cu.ctx_get_current && cu.ctx_push &&
+        int ok = cu.pointer_get_attribute && cu.pointer_get_attributes && cu.ctx_get_current && cu.ctx_push &&
                  cu.ctx_pop && cu.memcpy && cu.get_error_string;
         if (ok) __atomic_store_n(&cu.loaded, 1, __ATOMIC_RELEASE);
         else har_log(HAR_LOG_WARN, "libcuda is loaded but lacks the driver calls har needs");
@@ -70,11 +72,12 @@ har_mem_kind_t har_mem_kind(const void *p)
     unsigned int type = 0;
     int managed = 0;
     if (!p || p == MPI_IN_PLACE || !cuda_bind()) return HAR_MEM_HOST;
-    /* Unknown to CUDA (or CUDA not initialised): ordinary host memory. */
-    if (cu.pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)p) != CUDA_SUCCESS)
+    /* The plural query answers "unknown" (type 0) for memory CUDA does not
+     * know, instead of failing: ordinary host memory raises no CUDA error. */
+    CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED};
+    void *values[2] = {&type, &managed};
+    if (cu.pointer_get_attributes(2, attrs, values, (CUdeviceptr)p) != CUDA_SUCCESS || type != CU_MEMORYTYPE_DEVICE)
         return HAR_MEM_HOST;
-    if (type != CU_MEMORYTYPE_DEVICE) return HAR_MEM_HOST;
-    cu.pointer_get_attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, (CUdeviceptr)p);
     return managed ? HAR_MEM_MANAGED : HAR_MEM_DEVICE;
 }
 

@@ -20,6 +20,10 @@ struct har_devseg {
     size_t slot_bytes;
     char *base;                          /* own allocation */
     char *peer[HAR_DEV_MAX_RANKS];       /* every rank's allocation as mapped here */
+    /* har's own stream, a blocking one: it waits for work the application
+     * queued on the legacy default stream (a cudaMemcpy from pageable memory
+     * returns before its DMA has landed), and the application's later work
+     * there waits for har's. */
     cudaStream_t stream;
     volatile int *abort_host;            /* pinned, mapped: kernels poll it */
     int *abort_dev;
@@ -132,7 +136,7 @@ har_devseg_t *har_devseg_create(MPI_Comm node, size_t slot_bytes)
         uint32_t pattern[4] = {0x68617221u, (uint32_t)me, 0, 0};
         ok = cuda_ok(cudaGetDevice(&d->device), "cudaGetDevice") &&
              cuda_ok(cudaGetDeviceProperties(&prop, d->device), "cudaGetDeviceProperties") &&
-             cuda_ok(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking), "cudaStreamCreate") &&
+             cuda_ok(cudaStreamCreateWithFlags(&d->stream, cudaStreamDefault), "cudaStreamCreate") &&
              cuda_ok(cudaMalloc((void **)&d->base, bytes), "cudaMalloc (segment)") &&
              cuda_ok(cudaMemset(d->base, 0, HAR_DEV_FLAG_BYTES), "cudaMemset") &&
              cuda_ok(cudaMemcpy(d->base + HAR_DEV_PROBE_OFFSET, pattern, 16, cudaMemcpyHostToDevice), "cudaMemcpy") &&

@@ -17,6 +17,8 @@ if [ $rc = 77 ]; then echo "1..0 # SKIP no GPU visible"; exit 0; fi
 if [ $rc != 0 ]; then tap_result 1 "a GPU is required (HAR_TEST_REQUIRE_GPU=1) and none is visible" "$tmp/probe"; done_testing; exit 0; fi
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 counts=1,7,63,64,1000,65537,300001
+# The types the kernels reduce; the others take the host segment (checked below).
+ktypes="--types float,double,int,unsigned,long,unsigned_long,long_long,unsigned_long_long,int32,uint32,int64,uint64"
 seed=$(test_seed)
 echo "# $ngpu GPU(s), seed $seed"
 # Each rank sees only the GPU of its local rank, as some schedulers arrange.
@@ -27,15 +29,17 @@ own_gpu='CUDA_VISIBLE_DEVICES=$(( ${OMPI_COMM_WORLD_LOCAL_RANK:-${MPI_LOCALRANKI
 if [ "$ngpu" -ge 2 ]; then share=""; big=1; else share="HAR_IPC_SHARED_GPU=1"; big=0; fi
 full="--counts $counts"; [ $big = 1 ] || full="--counts $counts --sample 6 --seed $seed"
 check "2 ranks on $ngpu GPU(s): matrix through CUDA IPC kernels" \
-    env $share HAR_REQUIRE_PATH=ipc $mpi 2 "$prog" --device $full --no-forwarded --expect ipc
+    env $share HAR_REQUIRE_PATH=ipc $mpi 2 "$prog" --device $full $ktypes --no-forwarded --expect ipc
+check "2 ranks: 8- and 16-bit types, bool and byte take the host segment" \
+    env $share $mpi 2 "$prog" --device --counts 1,1000,65537 --types int8,uint16,short,c_bool,byte --no-forwarded --expect host_segment
 check "2 ranks: two-shot kernels forced" \
-    env $share HAR_DEVICE_ONE_SHOT_MAX=0 HAR_REQUIRE_PATH=ipc $mpi 2 "$prog" --device $full --no-forwarded --expect ipc,two_shot
+    env $share HAR_DEVICE_ONE_SHOT_MAX=0 HAR_REQUIRE_PATH=ipc $mpi 2 "$prog" --device $full $ktypes --no-forwarded --expect ipc,two_shot
 check "2 ranks, 1 MiB device slots: chunked calls (sampled, seed $seed)" \
-    env $share HAR_DEVICE_SLOT_BYTES=1M $mpi 2 "$prog" --device --counts 65537,300001,1000003 --sample 8 --seed $seed --expect ipc
+    env $share HAR_DEVICE_SLOT_BYTES=1M $mpi 2 "$prog" --device --counts 65537,300001,1000003 --sample 8 --seed $seed $ktypes --no-forwarded --expect ipc
 check "3 ranks sharing GPUs: host segment (kernels would time-slice)" \
     env HAR_REQUIRE_PATH=host_segment $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 6 --seed $seed --no-forwarded --expect host_segment
 check "3 ranks sharing GPUs, HAR_IPC_SHARED_GPU=1: kernels" \
-    env HAR_IPC_SHARED_GPU=1 HAR_REQUIRE_PATH=ipc $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 12 --seed $seed --no-forwarded --expect ipc
+    env HAR_IPC_SHARED_GPU=1 HAR_REQUIRE_PATH=ipc $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 12 --seed $seed $ktypes --no-forwarded --expect ipc
 if [ "$ngpu" -ge 2 ]; then
     check "2 ranks each seeing only its own GPU: host segment" \
         env HAR_REQUIRE_PATH=host_segment $mpi 2 sh -c "$own_gpu" "$prog" --device --counts 1,1000,65537 --sample 3 --seed $seed --no-forwarded --expect host_segment
@@ -43,11 +47,11 @@ else
     tap_skip "2 ranks each seeing only its own GPU" "needs 2 GPUs"
 fi
 check "2 pretend nodes of 1: kernels, and the ring carries device data" \
-    env $share HAR_NODE_SIZE=1 $mpi 2 "$prog" --device --counts $counts --sample 2 --seed $seed --no-forwarded --expect ipc,rails,ring
+    env $share HAR_NODE_SIZE=1 $mpi 2 "$prog" --device --counts $counts --sample 2 --seed $seed $ktypes --no-forwarded --expect ipc,rails,ring
 check "4 ranks as 2 nodes of 2: kernels, rails and ring" \
-    env $share HAR_NODE_SIZE=2 $mpi 4 "$prog" --device --counts $counts --sample 4 --seed $seed --no-forwarded --expect ipc,rails,ring
+    env $share HAR_NODE_SIZE=2 $mpi 4 "$prog" --device --counts $counts --sample 4 --seed $seed $ktypes --comms 2 --no-forwarded --expect ipc,rails,ring
 check "3 ranks as nodes of 2+1: leader mode on the host segment" \
-    env HAR_NODE_SIZE=2 $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 3 --seed $seed --no-forwarded --expect host_segment,leader
+    env HAR_NODE_SIZE=2 $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 3 --seed $seed --comms 2 --no-forwarded --expect host_segment,leader
 check "HAR_TEST_IPC_FAIL=1: the set-up check fails, the host segment serves" \
     env $share HAR_TEST_IPC_FAIL=1 HAR_REQUIRE_PATH=host_segment $mpi 2 "$prog" --device --counts 1,65537 --sample 3 --seed $seed --no-forwarded --expect host_segment
 check "HAR_IPC=0: host segment" \

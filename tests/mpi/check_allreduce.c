@@ -336,7 +336,7 @@ int main(int argc, char **argv)
                 int p = har_path_from_name(tok);
                 if (p < 0) { fprintf(stderr, "unknown path %s\n", tok); MPI_Abort(MPI_COMM_WORLD, 2); }
                 expect_paths[nexpect++] = p;
-                expect_forwarded |= p == HAR_PATH_FORWARDED;
+                expect_forwarded |= p == HAR_PATH_FORWARDED || p == HAR_PATH_STAGED;
             }
         } else { fprintf(stderr, "unknown argument %s\n", argv[a]); MPI_Abort(MPI_COMM_WORLD, 2); }
     }
