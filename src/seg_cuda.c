@@ -160,7 +160,7 @@ har_devseg_t *har_devseg_create(MPI_Comm node, size_t slot_bytes)
     free(handles);
     free(uuids);
     if (!ok) {
-        if (me == 0) har_log(HAR_LOG_INFO, "CUDA IPC between this node's GPUs is not usable: device "
+        if (me == 0) HAR_LOG(HAR_LOG_INFO, "CUDA IPC between this node's GPUs is not usable: device "
                              "buffers go through the host segment");
         har_devseg_destroy(d);
         return NULL;
