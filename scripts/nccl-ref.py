@@ -32,7 +32,7 @@ def run(rank, world, sizes, port):
 
 
 if __name__ == "__main__":
-    top = int(float(sys.argv[sys.argv.index("--max") + 1])) if "--max" in sys.argv else 1 << 30
+    top = int(sys.argv[sys.argv.index("--max") + 1]) if "--max" in sys.argv else 1 << 30
     sizes, s = [], 1024
     while s <= top:
         sizes.append(s)

@@ -36,8 +36,9 @@ check "2 ranks: two-shot kernels forced" \
     env $share HAR_DEVICE_ONE_SHOT_MAX=0 HAR_REQUIRE_PATH=ipc $mpi 2 "$prog" --device $full $ktypes --no-forwarded --expect ipc,two_shot
 check "2 ranks, 1 MiB device slots: chunked calls (sampled, seed $seed)" \
     env $share HAR_DEVICE_SLOT_BYTES=1M $mpi 2 "$prog" --device --counts 65537,300001,1000003 --sample 8 --seed $seed $ktypes --no-forwarded --expect ipc
+# (world and its duplicate only: a subset of ranks on separate GPUs may use IPC)
 check "3 ranks sharing GPUs: host segment (kernels would time-slice)" \
-    env HAR_REQUIRE_PATH=host_segment $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 6 --seed $seed --no-forwarded --expect host_segment
+    env HAR_REQUIRE_PATH=host_segment $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 6 --seed $seed --comms 2 --no-forwarded --expect host_segment
 check "3 ranks sharing GPUs, HAR_IPC_SHARED_GPU=1: kernels" \
     env HAR_IPC_SHARED_GPU=1 HAR_REQUIRE_PATH=ipc $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 12 --seed $seed $ktypes --no-forwarded --expect ipc
 if [ "$ngpu" -ge 2 ]; then
