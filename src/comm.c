@@ -16,7 +16,8 @@
 typedef struct har_state {
     struct har_state *next, *prev;  /* every live state, for MPI_Finalize */
     MPI_Comm comm;                  /* the application's communicator */
-    int usable;                     /* 0: every call goes to the MPI, for good */
+    int usable;                     /* 0: set-up failed everywhere: every call goes to the MPI */
+    int failed;                     /* a call failed after peers were involved: every later call fails */
     int rank, local_rank, local_size, node, nnodes, uniform;
     MPI_Comm node_comm, rail_comm, leader_comm;  /* MPI_COMM_NULL where unused */
     har_algo_cfg_t cfg;             /* rank 0's */
@@ -44,8 +45,17 @@ static void release_segment(har_state_t *st)
 }
 
 /* No MPI calls here: the MPI may be finalizing. */
+static int finalizing;  /* har_hier_finalize has synchronised every rank */
+
 static void state_free(har_state_t *st)
 {
+    if (st->dev && st->usable && !st->failed && !finalizing) {
+        /* Peers' kernels may still read this rank's device segment: meet
+         * them on the host segment first (MPI_Comm_free is collective). */
+        har_wait_ctx_t ctx = {"free", st->rank, st->node, st->cfg.timeout};
+        har_seg_signal(&st->seg);
+        har_seg_wait_all(&st->seg, st->seg.my_epoch, &ctx);
+    }
     release_segment(st);
     har_devseg_destroy(st->dev);
     free(st->scratch);
@@ -96,9 +106,14 @@ static int self_delete_cb(MPI_Comm comm, int kv, void *attr, void *extra)
 {
     (void)comm; (void)kv; (void)attr; (void)extra;
     pthread_mutex_lock(&lock);
-    har_state_t *st = live;
+    for (har_state_t *st = live; st; st = st->next) {
+        st->usable = 0;  /* nothing may touch the segments from now on */
+        if (st->seg.base) {
+            har_seg_detach(&st->seg);
+            segments--;
+        }
+    }
     pthread_mutex_unlock(&lock);
-    for (; st; st = st->next) release_segment(st);
     return MPI_SUCCESS;
 }
 
@@ -111,12 +126,19 @@ void har_hier_init(void)
 
 void har_hier_finalize(void)
 {
+    /* Every rank's last call is over once all have arrived here: device
+     * segments can go without a barrier per communicator (whose order could
+     * differ between ranks). */
+    PMPI_Barrier(MPI_COMM_WORLD);
+    finalizing = 1;
     for (;;) {
         pthread_mutex_lock(&lock);
         har_state_t *st = live;
         pthread_mutex_unlock(&lock);
         if (!st) break;
-        PMPI_Comm_delete_attr(st->comm, keyval);  /* runs delete_cb, which unlinks st */
+        /* Runs delete_cb, which unlinks st; if the MPI refuses (it should
+         * not), free it here so that the loop ends. */
+        if (PMPI_Comm_delete_attr(st->comm, keyval) != MPI_SUCCESS) state_free(st);
     }
     free_doomed();
     PMPI_Comm_delete_attr(MPI_COMM_SELF, self_keyval);
@@ -202,7 +224,10 @@ static void state_setup(har_state_t *st)
                     "this communicator's all-reduces go to the MPI");
         return;
     }
-    st->dev = har_devseg_create(st->node_comm, (size_t)st->cfg.device_slot_bytes);
+    /* Leader mode keeps device buffers on the host segment: no device
+     * segment to hold (the test is the same on every rank). */
+    if (st->nnodes == 1 || st->uniform)
+        st->dev = har_devseg_create(st->node_comm, (size_t)st->cfg.device_slot_bytes);
     HAR_LOG(HAR_LOG_DEBUG, "communicator of %d ranks: node %d of %d, local rank %d of %d, %s, segment %zu bytes",
             size, st->node, st->nnodes, st->local_rank, st->local_size,
             st->nnodes == 1 ? "one node" : st->uniform ? "rails" : "leader",
@@ -217,7 +242,12 @@ static har_state_t *state_get(MPI_Comm comm)
     if (PMPI_Comm_get_attr(comm, keyval, &st, &found) != MPI_SUCCESS) return NULL;
     if (found) return st;
     st = calloc(1, sizeof *st);
-    if (!st) return NULL;  /* decided locally: too dangerous to go on collectively */
+    if (!st) {
+        /* The other ranks are about to set up collectively: declining here
+         * alone would deadlock them. */
+        har_log(HAR_LOG_ERROR, "out of memory for a communicator's state");
+        PMPI_Abort(comm, MPI_ERR_NO_MEM);
+    }
     st->comm = comm;
     st->node_comm = st->rail_comm = st->leader_comm = MPI_COMM_NULL;
     int inter = 0, size = 1;
@@ -298,7 +328,7 @@ static int one_shot(const chunk_t *c, unsigned parity)
 static int inter_node(const chunk_t *c, MPI_Comm across, char *data, size_t n, char *tmp)
 {
     if (c->st->cfg.inter_mpi) return PMPI_Allreduce(MPI_IN_PLACE, data, (int)n, c->type, c->op, across);
-    return har_ring_allreduce(data, n, c->elem, c->fn, across, tmp);
+    return har_ring_allreduce(data, n, c->elem, c->fn, across, tmp, c->st->cfg.timeout);
 }
 
 /* Which paths serve the inter-node step, by plan: every rank reports the
@@ -363,7 +393,6 @@ static int two_shot(const chunk_t *c, unsigned parity)
 
 typedef struct {
     const chunk_t *c;
-    double started;
 } dev_ctx_t;
 
 static int dev_inter(void *ctx, char *shard, size_t n, char *tmp)
@@ -372,18 +401,18 @@ static int dev_inter(void *ctx, char *shard, size_t n, char *tmp)
     return inter_node(c, c->st->rail_comm, shard, n, tmp);
 }
 
-static int dev_check_peers(void *ctx)
+static int dev_check_peers(void *ctx, double started)
 {
     dev_ctx_t *d = ctx;
     har_wait_ctx_t w = {"device", d->c->st->rank, d->c->st->node, d->c->st->cfg.timeout};
-    return wait_code(har_seg_check_peers(&d->c->st->seg, d->started, &w));
+    return wait_code(har_seg_check_peers(&d->c->st->seg, started, &w));
 }
 
 /* Step 0: every local rank says whether both its buffers are device memory;
  * the node then agrees, with no MPI call, whether the kernels serve it. */
 static int arrive_kinds(har_state_t *st, const chunk_t *c, int *all_device)
 {
-    int mine = c->in_kind == HAR_MEM_DEVICE && c->out_kind == HAR_MEM_DEVICE;
+    int mine = c->in_kind == HAR_MEM_DEVICE && c->out_kind == HAR_MEM_DEVICE && har_devseg_current(st->dev);
     atomic_store_explicit(&har_seg_ctl(&st->seg, st->local_rank)->kind, mine, memory_order_relaxed);
     har_seg_signal(&st->seg);
     int rc = wait_all(st, "arrival");
@@ -393,14 +422,24 @@ static int arrive_kinds(har_state_t *st, const chunk_t *c, int *all_device)
     return rc;
 }
 
+/* Chunk size of a path. With several nodes, the rails pair ranks of nodes
+ * that may take different paths (memory kinds agree only within a node), so
+ * both paths then chunk alike, from settings every rank shares. */
+static long long chunk_bytes(const har_state_t *st, int device)
+{
+    long long host = st->cfg.slot_bytes, dev = (st->cfg.device_slot_bytes + 4095) / 4096 * 4096;
+    if (st->nnodes > 1) return host < dev ? host : dev;
+    return device ? dev : host;
+}
+
 static int device_call(har_state_t *st, const chunk_t *c, size_t count, har_reduce_t red, unsigned *paths)
 {
     har_algo_cfg_t dc = st->cfg;
-    dc.slot_bytes = (long long)har_devseg_slot_bytes(st->dev);
+    dc.slot_bytes = chunk_bytes(st, 1);
     dc.one_shot_max = st->cfg.device_one_shot_max;
     har_plan_t plan = har_plan(count, c->elem, st->local_size, st->nnodes, &dc);
     *paths |= HAR_BIT(IPC) | (plan.one_shot ? HAR_BIT(ONE_SHOT) : HAR_BIT(TWO_SHOT)) | inter_paths(st);
-    dev_ctx_t ctx = {c, har_seg_now()};
+    dev_ctx_t ctx = {c};
     har_dev_call_t call = {c->in, c->out, count, c->elem, plan.chunk_elems, red.dev_type, red.dev_op,
                            plan.one_shot, &st->chunk_seq, st->nnodes > 1 ? dev_inter : NULL, dev_check_peers, &ctx};
     return har_devseg_allreduce(st->dev, &call);
@@ -411,13 +450,15 @@ int har_hier_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype typ
 {
     har_state_t *st = state_get(comm);
     if (!st || !st->usable) return HAR_DECLINED;
-    if (atomic_load(&st->seg.hdr->failed)) {
-        /* A peer gave up on an earlier call (time-out, death): this call
-         * fails here too, so that every rank sees the same failed call, and
-         * the communicator goes to the MPI from the next call on. */
-        st->usable = 0;
-        har_log(HAR_LOG_ERROR, "rank %d (node %d): a local peer reported a failure; "
-                "all-reduces on this communicator now go to the MPI", st->rank, st->node);
+    if (st->failed || atomic_load(&st->seg.hdr->failed)) {
+        /* A call failed after peers were involved (death, time-out). Ranks
+         * cannot tell which calls their peers completed, so handing later
+         * calls to the MPI could pair different calls and mix their data:
+         * every later all-reduce on this communicator fails instead. */
+        if (!st->failed)
+            har_log(HAR_LOG_ERROR, "rank %d (node %d): a local peer reported a failure; all-reduces on this "
+                    "communicator fail from now on", st->rank, st->node);
+        st->failed = 1;
         return har_error_raise(comm, HAR_ERR_PEER_FAILED);
     }
     size_t bytes = (size_t)count * red.elem_size;
@@ -433,7 +474,9 @@ int har_hier_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype typ
     if (rc == MPI_SUCCESS && all_device) {
         rc = device_call(st, &c, (size_t)count, red, paths);
     } else if (rc == MPI_SUCCESS) {
-        har_plan_t plan = har_plan((size_t)count, red.elem_size, st->local_size, st->nnodes, &st->cfg);
+        har_algo_cfg_t hc = st->cfg;
+        hc.slot_bytes = chunk_bytes(st, 0);
+        har_plan_t plan = har_plan((size_t)count, red.elem_size, st->local_size, st->nnodes, &hc);
         *paths |= HAR_BIT(HOST_SEGMENT) | (plan.one_shot ? HAR_BIT(ONE_SHOT) : HAR_BIT(TWO_SHOT)) | inter_paths(st);
         for (size_t done = 0; done < (size_t)count && rc == MPI_SUCCESS; done += c.n) {
             chunk_t part = c;
@@ -446,10 +489,11 @@ int har_hier_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype typ
         }
     }
     if (rc != MPI_SUCCESS) {
-        /* Peers may be stuck or gone: never touch this segment again. */
+        /* Peers may be stuck or gone: tell the local ones, and fail every
+         * later call here (see above). */
         har_seg_fail(&st->seg);
-        st->usable = 0;
-        har_log(HAR_LOG_ERROR, "rank %d: all-reduces on this communicator now go to the MPI", st->rank);
+        st->failed = 1;
+        har_log(HAR_LOG_ERROR, "rank %d: all-reduces on this communicator fail from now on", st->rank);
         PMPI_Comm_call_errhandler(comm, rc);
     }
     return rc;

@@ -2,6 +2,7 @@
  * the MPI underneath. The decision uses only what every rank of the
  * communicator shares (count, datatype, op, communicator state), never the
  * buffers' memory kind, so all ranks always take the same branch. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -79,10 +80,12 @@ const char *har_mpi_flavour(void)
 #endif
 }
 
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static void init_once_fn(void) { har_init(); }
+
 int har_init(void)
 {
     if (initialized) return MPI_SUCCESS;
-    initialized = 1;
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     har_log_set_rank(world_rank);
     har_config_load();
@@ -106,6 +109,7 @@ int har_init(void)
     har_hier_init();
     HAR_LOG(HAR_LOG_DEBUG, "har %s on %s, MPI device memory: p2p %d reduce %d", PACKAGE_VERSION,
             har_mpi_flavour(), har_mpi_cuda_p2p(), har_mpi_cuda_reduce());
+    __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
     return MPI_SUCCESS;
 }
 
@@ -188,11 +192,12 @@ static void corrupt_for_test(void *rbuf, int count, MPI_Datatype type, MPI_Comm 
 int har_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
     if (inside_har || finalized) return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
-    if (!initialized) {
+    if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) {
+        /* MPI was initialised behind our back (a binding har does not wrap). */
         int up = 0;
         PMPI_Initialized(&up);
         if (!up) return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);  /* the MPI reports it */
-        har_init();
+        pthread_once(&init_once, init_once_fn);
     }
     inside_har = 1;
     unsigned paths = HAR_BIT(SEEN);

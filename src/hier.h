@@ -30,8 +30,9 @@ HAR_HIDDEN void har_shard(size_t n, size_t elem_size, int parts, int i, size_t *
 /* ---- ring.c ---- */
 
 /* In-place ring all-reduce of buf (n elements) over `ring`, through tmp
- * (at least n elements). Returns an MPI error code. */
+ * (at least n elements); a step waits at most `timeout` s (0: for ever).
+ * Returns an MPI error code. */
 HAR_HIDDEN int har_ring_allreduce(void *buf, size_t n, size_t elem_size, har_reduce_fn fn,
-                                  MPI_Comm ring, void *tmp);
+                                  MPI_Comm ring, void *tmp, double timeout);
 
 #endif

@@ -23,7 +23,7 @@ typedef enum { HAR_T_BOOL, HAR_T_INT, HAR_T_SIZE, HAR_T_SECONDS, HAR_T_STR } har
  * that every rank plans alike. */
 #define HAR_VAR_LIST(X)                                                              \
     X(enable, HAR_T_BOOL, "1", 0,                                                   \
-      "0 forwards every MPI_Allreduce to the MPI untouched")                        \
+      "0 forwards every MPI_Allreduce to the MPI untouched (set it alike on every rank)")                        \
     X(verbose, HAR_T_INT, "0", 0,                                                   \
       "0 quiet; 1 counters at MPI_Finalize; 2 set-up decisions; 3 every call")      \
     X(require_path, HAR_T_STR, "", 0,                                               \

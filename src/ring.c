@@ -2,25 +2,43 @@
  * each in P-1 steps of one block. Every block is reduced by one rank and
  * then copied, so all ranks end with bitwise identical results, and each
  * rank sends 2(P-1)/P of the buffer, the least any all-reduce can. */
+#include <sched.h>
 #include "hier.h"
+#include "seg.h"
 
 #define RING_TAG 0x6172  /* har's own communicators carry nothing else */
 
-static int exchange(char *send, size_t send_bytes, char *recv, size_t recv_bytes, int to, int from, MPI_Comm ring)
+/* One step: receive from the left, send to the right. Completion is polled,
+ * not waited for, so that HAR_TIMEOUT (timeout > 0) also bounds a partner
+ * on another node that never comes (its node failed); the requests are then
+ * given up and the caller fails the call. */
+static int exchange(char *send, size_t send_bytes, char *recv, size_t recv_bytes, int to, int from, MPI_Comm ring,
+                    double timeout)
 {
-    MPI_Request req[2];
+    MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     int rc = PMPI_Irecv(recv, (int)recv_bytes, MPI_BYTE, from, RING_TAG, ring, &req[0]);
     if (rc == MPI_SUCCESS) rc = PMPI_Isend(send, (int)send_bytes, MPI_BYTE, to, RING_TAG, ring, &req[1]);
-    else return rc;
-    if (rc != MPI_SUCCESS) {
-        PMPI_Cancel(&req[0]);
-        PMPI_Request_free(&req[0]);
-        return rc;
+    double start = har_seg_now();
+    for (unsigned long i = 0; rc == MPI_SUCCESS; i++) {
+        int done = 0;
+        rc = PMPI_Testall(2, req, &done, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS || done) break;
+        if (i < 1024) continue;
+        sched_yield();
+        if (timeout > 0 && i % 256 == 0 && har_seg_now() - start > timeout) {
+            har_log(HAR_LOG_ERROR, "inter-node ring: no data from ring rank %d within HAR_TIMEOUT", from);
+            rc = har_error_code(HAR_ERR_TIMEOUT);
+        }
     }
-    return PMPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS) {  /* leave nothing pending behind */
+        if (req[0] != MPI_REQUEST_NULL) { PMPI_Cancel(&req[0]); PMPI_Request_free(&req[0]); }
+        if (req[1] != MPI_REQUEST_NULL) PMPI_Request_free(&req[1]);
+    }
+    return rc;
 }
 
-int har_ring_allreduce(void *buf, size_t n, size_t elem_size, har_reduce_fn fn, MPI_Comm ring, void *tmp)
+int har_ring_allreduce(void *buf, size_t n, size_t elem_size, har_reduce_fn fn, MPI_Comm ring, void *tmp,
+                       double timeout)
 {
     int me, p;
     PMPI_Comm_rank(ring, &me);
@@ -34,7 +52,7 @@ int har_ring_allreduce(void *buf, size_t n, size_t elem_size, har_reduce_fn fn, 
     for (int s = 0; s < p - 1; s++) {
         har_shard(n, elem_size, p, (me - s + p) % p, &soff, &slen);
         har_shard(n, elem_size, p, (me - s - 1 + 2 * p) % p, &roff, &rlen);
-        int rc = exchange(data + soff * elem_size, slen * elem_size, tmp, rlen * elem_size, right, left, ring);
+        int rc = exchange(data + soff * elem_size, slen * elem_size, tmp, rlen * elem_size, right, left, ring, timeout);
         if (rc != MPI_SUCCESS) return rc;
         fn(data + roff * elem_size, tmp, rlen);
     }
@@ -43,7 +61,7 @@ int har_ring_allreduce(void *buf, size_t n, size_t elem_size, har_reduce_fn fn, 
         har_shard(n, elem_size, p, (me + 1 - s + p) % p, &soff, &slen);
         har_shard(n, elem_size, p, (me - s + p) % p, &roff, &rlen);
         int rc = exchange(data + soff * elem_size, slen * elem_size, data + roff * elem_size,
-                          rlen * elem_size, right, left, ring);
+                          rlen * elem_size, right, left, ring, timeout);
         if (rc != MPI_SUCCESS) return rc;
     }
     return MPI_SUCCESS;

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <cuda_runtime_api.h>
 #include "internal.h"
+#include "seg.h"
 #include "seg_cuda.h"
 
 struct har_devseg {
@@ -170,12 +171,17 @@ har_devseg_t *har_devseg_create(MPI_Comm node, size_t slot_bytes)
     return d;
 }
 
-size_t har_devseg_slot_bytes(const har_devseg_t *d) { return d->slot_bytes; }
+int har_devseg_current(const har_devseg_t *d)
+{
+    int dev = -1;
+    return cudaGetDevice(&dev) == cudaSuccess && dev == d->device;
+}
 
 /* Waits for the stream while watching the peers: a dead or late peer makes
  * the kernels stop (abort flag) and the call fail. */
 static int wait_stream(har_devseg_t *d, const har_dev_call_t *call)
 {
+    double started = har_seg_now();
     for (unsigned long i = 0;; i++) {
         cudaError_t e = cudaStreamQuery(d->stream);
         if (e == cudaSuccess) return MPI_SUCCESS;
@@ -186,7 +192,7 @@ static int wait_stream(har_devseg_t *d, const har_dev_call_t *call)
         if (i < 4096) continue;  /* the common case: done within microseconds */
         sched_yield();
         if (i % 256) continue;
-        int rc = call->check_peers(call->ctx);
+        int rc = call->check_peers(call->ctx, started);
         if (rc != MPI_SUCCESS) {
             *d->abort_host = 1;  /* spinning blocks see it and leave */
             cudaStreamSynchronize(d->stream);

@@ -18,7 +18,9 @@ typedef struct {
     /* The inter-node step on this rank's shard in pinned host memory (tmp:
      * as large as a slot); NULL on one node. Returns an MPI error code. */
     int (*inter)(void *ctx, char *shard, size_t n, char *tmp);
-    int (*check_peers)(void *ctx);  /* MPI_SUCCESS while every local peer lives */
+    /* MPI_SUCCESS while every local peer lives (and, with HAR_TIMEOUT, while
+     * the wait that began at `started`, har_seg_now() time, is not too long). */
+    int (*check_peers)(void *ctx, double started);
     void *ctx;
 } har_dev_call_t;
 
@@ -27,7 +29,8 @@ typedef struct {
  * between all of them. */
 HAR_HIDDEN har_devseg_t *har_devseg_create(MPI_Comm node, size_t slot_bytes);
 HAR_HIDDEN void har_devseg_destroy(har_devseg_t *d);  /* no MPI calls */
-HAR_HIDDEN size_t har_devseg_slot_bytes(const har_devseg_t *d);
+/* Is the calling thread's current GPU the one the segment was made on? */
+HAR_HIDDEN int har_devseg_current(const har_devseg_t *d);
 HAR_HIDDEN int har_devseg_allreduce(har_devseg_t *d, const har_dev_call_t *call);
 #else
 static inline har_devseg_t *har_devseg_create(MPI_Comm node, size_t slot_bytes)
@@ -36,7 +39,7 @@ static inline har_devseg_t *har_devseg_create(MPI_Comm node, size_t slot_bytes)
     return NULL;
 }
 static inline void har_devseg_destroy(har_devseg_t *d) { (void)d; }
-static inline size_t har_devseg_slot_bytes(const har_devseg_t *d) { (void)d; return 0; }
+static inline int har_devseg_current(const har_devseg_t *d) { (void)d; return 0; }
 static inline int har_devseg_allreduce(har_devseg_t *d, const har_dev_call_t *call)
 {
     (void)d; (void)call;

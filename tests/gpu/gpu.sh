@@ -59,6 +59,8 @@ check "HAR_IPC=0: host segment" \
     env HAR_IPC=0 $mpi 2 "$prog" --device --counts 1,65537 --sample 3 --seed $seed --no-forwarded --expect host_segment
 check "mixed kinds (odd ranks on host buffers): host segment" \
     env HAR_REQUIRE_PATH=host_segment $mpi 2 "$prog" --device --mixed --counts 1,1000,65537 --sample 3 --seed $seed --no-forwarded --expect host_segment
+check "managed memory: copied like any input, host segment" \
+    env HAR_REQUIRE_PATH=host_segment $mpi 2 "$prog" --managed --counts 1,1000,65537 --sample 3 --seed $seed --no-forwarded --expect host_segment
 check "forwarded: the MPI reduces device buffers staged through host" \
     env HAR_MAX_BYTES=0 $mpi 2 "$prog" --device --counts 1,1000,65537 --sample 3 --seed $seed --expect staged \
     --types int,int32,int64,long,float,double  # the MPI's own reductions: see matrix.sh on its 8/16-bit sums
@@ -67,8 +69,10 @@ check_fails "HAR_TEST_CORRUPT on device buffers is caught" "FAIL rank 1" \
 iters=100000; [ $big = 1 ] || iters=3000
 check "stress: $iters calls, random sizes and delays, every result checked" \
     env $share HAR_REQUIRE_PATH=ipc $mpi 2 "$stress" --iters $iters --seed $seed --expect ipc
-check "stress, 2 nodes of 2 (kernels around the ring): $((iters / 5)) calls" \
-    env $share HAR_NODE_SIZE=2 $mpi 4 "$stress" --iters $((iters / 5)) --seed $seed --expect ring
+check "stress, 2 nodes of 2 (kernels around the ring), 64 KiB slots: $((iters / 5)) calls" \
+    env $share HAR_NODE_SIZE=2 HAR_SLOT_BYTES=64K HAR_DEVICE_SLOT_BYTES=1M $mpi 4 "$stress" --iters $((iters / 5)) --seed $seed --expect ipc --expect ring
+check "2 pretend nodes of 1, device buffers on one, host on the other: both chunk alike" \
+    env $share HAR_NODE_SIZE=1 $mpi 2 "$prog" --device --mixed --counts 1000,300001,1000003 --types float,int64 --no-forwarded --expect ring
 if command -v compute-sanitizer > /dev/null; then
     check "compute-sanitizer memcheck: a short run, no error" \
         env $share $mpi 2 compute-sanitizer --tool memcheck --error-exitcode 9 "$stress" --iters 50 --seed $seed --expect ipc

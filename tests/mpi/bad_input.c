@@ -27,7 +27,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
-    if (rank == 0) printf("bad_input: %s: %s, class %d\n", what, rc == MPI_SUCCESS ? "success" : "error", cls);
+    printf("bad_input: rank %d: %s: %s, class %d\n", rank, what, rc == MPI_SUCCESS ? "success" : "error", cls);
     MPI_Finalize();
     return 0;
 }

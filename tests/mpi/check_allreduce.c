@@ -8,7 +8,7 @@
  * call (--expect), or the MPI (forwarded cases, always checked).
  *
  *   check_allreduce [--seed S] [--sample K] [--counts a,b,..] [--expect p1,p2]
- *                   [--comms N] [--no-forwarded] [--types t1,t2] [--device [--mixed]]
+ *                   [--comms N] [--no-forwarded] [--types t1,t2] [--device [--mixed]] [--managed]
  * Exit 0 only if every case passed on every rank. */
 #include <complex.h>
 #include <float.h>
@@ -186,8 +186,16 @@ static int check_paths(int forwarded_expected, char *why, size_t len)
 typedef struct { MPI_Comm comm; const char *name; uint64_t hash; } comm_t;
 
 /* --device: the call gets device copies of the buffers (built with
- * HAR_TEST_CUDA); with --mixed, odd world ranks keep host buffers. */
-static int use_device, mixed;
+ * HAR_TEST_CUDA); with --mixed, odd world ranks keep host buffers; with
+ * --managed, the copies are managed memory. */
+static int use_device, mixed, managed;
+
+#ifdef HAR_TEST_CUDA
+static cudaError_t alloc_device(void **p, size_t bytes)
+{
+    return managed ? cudaMallocManaged(p, bytes, cudaMemAttachGlobal) : cudaMalloc(p, bytes);
+}
+#endif
 
 static int allreduce(const void *in, char *out, size_t bytes, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
 {
@@ -195,8 +203,8 @@ static int allreduce(const void *in, char *out, size_t bytes, int count, MPI_Dat
     if (use_device && !(mixed && world_rank % 2)) {
         char *din = NULL, *dout = NULL;
         size_t alloc = bytes ? bytes : 1;
-        if (cudaMalloc((void **)&dout, alloc) != cudaSuccess ||
-            (in != MPI_IN_PLACE && cudaMalloc((void **)&din, alloc) != cudaSuccess)) {
+        if (alloc_device((void **)&dout, alloc) != cudaSuccess ||
+            (in != MPI_IN_PLACE && alloc_device((void **)&din, alloc) != cudaSuccess)) {
             fprintf(stderr, "cudaMalloc failed\n");
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
@@ -326,6 +334,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--no-forwarded")) forwarded = 0;
         else if (!strcmp(argv[a], "--device")) use_device = 1;
         else if (!strcmp(argv[a], "--mixed")) mixed = 1;
+        else if (!strcmp(argv[a], "--managed")) use_device = managed = 1;
         else if (!strcmp(argv[a], "--types") && a + 1 < argc) {
             only_types = malloc(strlen(argv[++a]) + 3);
             sprintf(only_types, ",%s,", argv[a]);

@@ -1,11 +1,17 @@
 #!/bin/sh
 # A stopped peer with HAR_TIMEOUT: har's own message, an error through the
-# handler on every rank, and the communicator keeps working through the MPI.
-# (A dead peer is tested on the segment layer with fork: tests/unit/test_seg.)
+# handler on every rank of every (pretend) node, the communicator failed for
+# good, nothing hangs. (A dead peer is tested on the segment layer with fork:
+# tests/unit/test_seg.)
 . "$top_srcdir/tests/lib.sh"
 env HAR_TIMEOUT=2 HAR_TEST_TIMEOUT=60 $mpi 2 "$bin/mpi/stopped_peer" > "$tmp/out" 2>&1
 rc=$?
 [ $rc = 0 ] && grep -q "local peer 1 did not arrive within HAR_TIMEOUT; step input" "$tmp/out" &&
-    grep -q "rank 1: all-reduce returned class .* (as expected)" "$tmp/out"
-tap_result $? "HAR_TIMEOUT=2, peer stopped: har's error on both ranks, then the MPI serves" "$tmp/out"
+    [ "$(grep -c 'as expected' "$tmp/out")" = 2 ]
+tap_result $? "one node, HAR_TIMEOUT=2, peer stopped: har's error on both ranks, later calls fail" "$tmp/out"
+env HAR_TIMEOUT=2 HAR_NODE_SIZE=2 HAR_TEST_TIMEOUT=90 $mpi 4 "$bin/mpi/stopped_peer" > "$tmp/out" 2>&1
+rc=$?
+[ $rc = 0 ] && grep -q "no data from ring rank .* within HAR_TIMEOUT" "$tmp/out" &&
+    [ "$(grep -c 'as expected' "$tmp/out")" = 4 ]
+tap_result $? "2 nodes of 2, peer stopped: the other node's ranks fail by the ring's time-out, none hangs" "$tmp/out"
 done_testing

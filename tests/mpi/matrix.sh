@@ -44,6 +44,10 @@ for np in 5 6 7 8; do
             env HAR_NODE_SIZE=$node $mpi $np "$prog" --counts $counts --sample 25 --seed "$seed" --expect ring --comms 2
     done
 done
+check "np 6 as nodes of 4+2: leader mode, sampled (seed $seed)" \
+    env HAR_NODE_SIZE=4 $mpi 6 "$prog" --counts $counts --sample 25 --seed "$seed" --expect leader,ring --comms 2
+check "np 8 as nodes of 4: rails, sampled (seed $seed)" \
+    env HAR_NODE_SIZE=4 $mpi 8 "$prog" --counts $counts --sample 25 --seed "$seed" --expect rails,ring --comms 2
 check "np 6 one node: sampled (seed $seed)" \
     $mpi 6 "$prog" --counts $counts --sample 25 --seed "$seed" --expect host_segment
 done_testing
