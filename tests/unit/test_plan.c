@@ -18,30 +18,7 @@
 
 #define ALIGN 64  /* bytes: the alignment hier.h promises for shards and chunks */
 
-static unsigned long checks, failures;
-
-/* Reports a failed condition; stops printing after a few, keeps counting. */
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        checks++;                                                            \
-        if (!(cond)) {                                                       \
-            if (failures++ < 20) {                                           \
-                fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);         \
-                fprintf(stderr, __VA_ARGS__);                                \
-                fputc('\n', stderr);                                         \
-            }                                                                \
-        }                                                                    \
-    } while (0)
-
-static uint64_t rng_state;
-
-static uint64_t rng(void)  /* xorshift64*: reproducible from the printed seed */
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1Dull;
-}
+#include "unit.h"
 
 static void check_shards(size_t n, size_t elem, int parts)
 {

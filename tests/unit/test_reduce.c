@@ -42,29 +42,7 @@ static int allowed(kind_t k, op_id_t op)
     }
 }
 
-static unsigned long checks, failures;
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        checks++;                                                            \
-        if (!(cond)) {                                                       \
-            if (failures++ < 20) {                                           \
-                fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);         \
-                fprintf(stderr, __VA_ARGS__);                                \
-                fputc('\n', stderr);                                         \
-            }                                                                \
-        }                                                                    \
-    } while (0)
-
-static uint64_t rng_state;
-
-static uint64_t rng(void)  /* xorshift64*: reproducible from the printed seed */
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1Dull;
-}
+#include "unit.h"
 
 /* ---- integers: every width handled as a 64-bit pattern ------------------ */
 
