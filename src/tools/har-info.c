@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "../internal.h"
+#include "../dev.h"
 #ifdef HAR_HAVE_HWLOC
 #include <hwloc.h>
 #endif
@@ -69,10 +70,21 @@ int main(int argc, char **argv)
 #else
     printf("  UCX: not found\n");
 #endif
+#ifdef HAR_HAVE_KERNELS
+    printf("  CUDA IPC kernels: built in (CUDA runtime linked statically)\n");
+#else
+    printf("  CUDA IPC kernels: not built (device buffers go through host memory)\n");
+#endif
     print_machine();
     printf("MPI and device memory (after overrides):\n");
     printf("  point-to-point on device memory: %s\n", har_mpi_cuda_p2p() ? "yes" : "no");
     printf("  MPI_Allreduce on device memory: %s\n", har_mpi_cuda_reduce() ? "yes" : "no (har stages it)");
+    har_algo_cfg_t a;
+    har_algo_cfg_local(&a);
+    printf("memory per communicator (at most HAR_MAX_COMMS=%lld of them per process):\n", har_cfg.max_comms.i);
+    printf("  host segment: %lld bytes per local rank (two slots), shared by the node\n", 2 * a.slot_bytes + 256);
+    printf("  CUDA IPC segment: %lld bytes of GPU memory per rank (two slots and flags)\n",
+           2 * ((a.device_slot_bytes + 4095) / 4096 * 4096) + (long long)(HAR_DEV_FLAG_BYTES));
     printf("variables:\n");
     har_config_print(stdout, 0);
     printf("paths (HAR_REQUIRE_PATH):");
