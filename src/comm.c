@@ -190,7 +190,7 @@ static void state_setup(har_state_t *st)
 
     /* The segment: local rank 0 makes it, the others map it by name. */
     pthread_mutex_lock(&lock);
-    int over_cap = segments >= har_cfg.max_comms.i;
+    int over_cap = segments >= har_cfg.max_comms.i || st->local_size > HAR_MAX_LOCAL;
     if (!over_cap) segments++;
     pthread_mutex_unlock(&lock);
     struct { char name[56]; int ok; } seg_name = {"", 0};
@@ -203,7 +203,8 @@ static void state_setup(har_state_t *st)
     PMPI_Bcast(&seg_name, (int)sizeof seg_name, MPI_BYTE, 0, st->node_comm);
     if (over_cap) {
         ok = 0;
-        HAR_LOG(HAR_LOG_DEBUG, "HAR_MAX_COMMS=%lld communicators already hold a segment", har_cfg.max_comms.i);
+        HAR_LOG(HAR_LOG_DEBUG, "no node segment: HAR_MAX_COMMS=%lld reached, or more than %d local ranks",
+                har_cfg.max_comms.i, HAR_MAX_LOCAL);
     } else if (!seg_name.ok || har_seg_attach(&st->seg, seg_name.name, st->local_rank) != 0) {
         ok = 0;
         pthread_mutex_lock(&lock);
@@ -319,8 +320,10 @@ static int one_shot(const chunk_t *c, unsigned parity)
     if (rc != MPI_SUCCESS) return rc;
     size_t bytes = c->n * c->elem;
     char *acc = c->out_kind == HAR_MEM_HOST ? c->out : st->scratch;
+    char *src[HAR_MAX_LOCAL];
+    for (int r = 1; r < st->local_size; r++) src[r - 1] = har_seg_slot(&st->seg, r, parity);
     memcpy(acc, har_seg_slot(&st->seg, 0, parity), bytes);
-    for (int r = 1; r < st->local_size; r++) c->fn(acc, har_seg_slot(&st->seg, r, parity), c->n);
+    har_reduce_many(c->fn, c->elem, acc, src, st->local_size - 1, c->n, st->local_size);
     return acc == c->out ? MPI_SUCCESS : copy_out(c, c->out, acc, bytes);
 }
 
@@ -356,8 +359,11 @@ static int two_shot(const chunk_t *c, unsigned parity)
     char *shard = mine + off * c->elem;
     /* Own input first, then the others in rank order: a fixed order, and
      * each shard is reduced by one rank only, so results match everywhere. */
+    char *src[HAR_MAX_LOCAL];
+    int nsrc = 0;
     for (int r = 0; r < L; r++)
-        if (r != me) c->fn(shard, har_seg_slot(seg, r, parity) + off * c->elem, len);
+        if (r != me) src[nsrc++] = har_seg_slot(seg, r, parity) + off * c->elem;
+    har_reduce_many(c->fn, c->elem, shard, src, nsrc, len, L);
     if (st->rail_comm != MPI_COMM_NULL && len > 0 &&
         (rc = inter_node(c, st->rail_comm, shard, len, st->scratch)) != MPI_SUCCESS)
         return rc;

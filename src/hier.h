@@ -9,6 +9,9 @@
  * touched nothing; the caller forwards it). Never an MPI error code. */
 #define HAR_DECLINED (-1)
 
+/* Local ranks a node segment serves; larger nodes go to the MPI. */
+#define HAR_MAX_LOCAL 256
+
 HAR_HIDDEN void har_hier_init(void);
 HAR_HIDDEN void har_hier_finalize(void);
 HAR_HIDDEN int har_hier_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type,
@@ -26,6 +29,13 @@ HAR_HIDDEN har_plan_t har_plan(size_t count, size_t elem_size, int local_size, i
 /* Shard i of n elements split among `parts`: starts and lengths are
  * multiples of 64 bytes except the last shard's end. */
 HAR_HIDDEN void har_shard(size_t n, size_t elem_size, int parts, int i, size_t *off, size_t *len);
+
+/* ---- pool.c ---- */
+
+/* dst op= src[0], then op= src[1], ... over n elements, split across worker
+ * threads when the message is large and this rank has cores to spare. */
+HAR_HIDDEN void har_reduce_many(har_reduce_fn fn, size_t elem, char *dst, char *const *src, int nsrc, size_t n,
+                                int local_size);
 
 /* ---- ring.c ---- */
 

@@ -50,6 +50,8 @@ typedef enum { HAR_T_BOOL, HAR_T_INT, HAR_T_SIZE, HAR_T_SECONDS, HAR_T_STR } har
       "bytes of each rank's data slot in the CUDA IPC segment (two per rank, GPU memory)") \
     X(device_one_shot_max, HAR_T_SIZE, "256K", 1,                                   \
       "largest message on device buffers reduced one-shot on a single node")        \
+    X(reduce_threads, HAR_T_INT, "0", 0,                                            \
+      "threads per rank for large host reductions; 0: the rank's cores, at most 4") \
     X(inter, HAR_T_STR, "ring", 1,                                                  \
       "ring or mpi: the inter-node step by har's ring or by the MPI's MPI_Allreduce")      \
     X(max_comms, HAR_T_INT, "16", 0,                                                \

@@ -32,6 +32,8 @@ check "np 4 as 2 nodes of 2, inter-node by the MPI (HAR_INTER=mpi)" \
     --types int,int32,int64,long,float,double,c_bool,byte
 check "np 4, 4 KiB slots: many chunks per call, every communicator" \
     env HAR_SLOT_BYTES=4K $mpi 4 "$prog" --counts 1,1000,65537 --expect host_segment
+check "np 2, two-shot, 3 reduction threads per rank (results must not change)" \
+    env HAR_ONE_SHOT_MAX=0 HAR_REDUCE_THREADS=3 HAR_SLOT_BYTES=4M $mpi 2 "$prog" --counts 300001,1000003 --expect two_shot --comms 2
 check "np 3, HAR_REQUIRE_PATH=host_segment accepts what har serves" \
     env HAR_REQUIRE_PATH=host_segment $mpi 3 "$prog" --counts 1,1000 --no-forwarded --sample 4 --seed "$seed"
 check_fails "HAR_REQUIRE_PATH=ring fails calls served another way" "not served by ring" \
