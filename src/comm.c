@@ -90,6 +90,7 @@ static int delete_cb(MPI_Comm comm, int kv, void *attr, void *extra)
  * local in practice, so doing it later on one rank is safe). */
 static void free_doomed(void)
 {
+    if (!__atomic_load_n(&ndoomed, __ATOMIC_RELAXED)) return;  /* the per-call case: nothing to do */
     pthread_mutex_lock(&lock);
     MPI_Comm *list = doomed;
     size_t n = ndoomed;
