@@ -40,7 +40,8 @@ HAR_API const char *har_version(void);
     X(RAILS, "rails", "nodes of equal size: local rank i carries shard i")     \
     X(LEADER, "leader", "nodes of unequal size: local rank 0 carries the node") \
     X(RING, "ring", "inter-node ring over MPI point-to-point")                  \
-    X(INTER_MPI, "inter_mpi", "inter-node step by the MPI's MPI_Allreduce")
+    X(INTER_MPI, "inter_mpi", "inter-node step by the MPI's MPI_Allreduce")     \
+    X(NCCL, "nccl", "device buffers reduced by NCCL (loaded at run time)")
 
 typedef enum {
 #define HAR_PATH_ENUM(id, name, doc) HAR_PATH_##id,
@@ -75,6 +76,14 @@ typedef enum {
 } har_error_t;
 
 HAR_API int har_error_code(har_error_t err);
+
+/* Forces how later all-reduces in this process are served, as HAR_ALGO does:
+ * "auto" (the tuning table, then thresholds), "one_shot", "two_shot",
+ * "host_segment", "nccl" or "mpi"; a path that cannot serve a call leaves
+ * it to "auto". Every rank must make the same call between the same two
+ * all-reduces (har-bench --tune does). MPI_SUCCESS, or MPI_ERR_ARG for an
+ * unknown name. */
+HAR_API int har_set_algo(const char *name);
 
 /* The intercepted MPI_Allreduce, callable directly. */
 HAR_API int har_allreduce(const void *sendbuf, void *recvbuf, int count,

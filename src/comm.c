@@ -57,7 +57,7 @@ static void state_free(har_state_t *st)
         har_seg_wait_all(&st->seg, st->seg.my_epoch, &ctx);
     }
     release_segment(st);
-    har_devseg_destroy(st->dev);
+    har_devseg_destroy(st->dev, st->usable && !st->failed);
     free(st->scratch);
     pthread_mutex_lock(&lock);
     MPI_Comm internal[3] = {st->node_comm, st->rail_comm, st->leader_comm};
@@ -439,17 +439,38 @@ static long long chunk_bytes(const har_state_t *st, int device)
     return device ? dev : host;
 }
 
-static int device_call(har_state_t *st, const chunk_t *c, size_t count, har_reduce_t red, unsigned *paths)
+/* The call through har's kernels or NCCL: every local rank has device
+ * buffers on its own GPU. */
+static int device_call(har_state_t *st, const chunk_t *c, size_t count, har_reduce_t red, har_choice_t ch,
+                       unsigned *paths)
 {
-    har_algo_cfg_t dc = st->cfg;
-    dc.slot_bytes = chunk_bytes(st, 1);
-    dc.one_shot_max = st->cfg.device_one_shot_max;
-    har_plan_t plan = har_plan(count, c->elem, st->local_size, st->nnodes, &dc);
-    *paths |= HAR_BIT(IPC) | (plan.one_shot ? HAR_BIT(ONE_SHOT) : HAR_BIT(TWO_SHOT)) | inter_paths(st);
     dev_ctx_t ctx = {c};
-    har_dev_call_t call = {c->in, c->out, count, c->elem, plan.chunk_elems, red.dev_type, red.dev_op,
-                           plan.one_shot, &st->chunk_seq, st->nnodes > 1 ? dev_inter : NULL, dev_check_peers, &ctx};
+    har_dev_call_t call = {c->in, c->out, count, c->elem, har_chunk_elems((size_t)chunk_bytes(st, 1), c->elem),
+                           red.dev_type, red.dev_op, ch.one_shot, &st->chunk_seq,
+                           st->nnodes > 1 ? dev_inter : NULL, dev_check_peers, &ctx};
+    if (ch.algo == HAR_ALGO_NCCL) {
+        *paths |= HAR_BIT(NCCL);
+        return har_devseg_nccl_allreduce(st->dev, &call);
+    }
+    *paths |= HAR_BIT(IPC) | (ch.one_shot ? HAR_BIT(ONE_SHOT) : HAR_BIT(TWO_SHOT)) | inter_paths(st);
     return har_devseg_allreduce(st->dev, &call);
+}
+
+/* The call through the host segment, chunk by chunk. */
+static int host_call(har_state_t *st, const chunk_t *c, size_t count, har_choice_t ch, unsigned *paths)
+{
+    size_t chunk = har_chunk_elems((size_t)chunk_bytes(st, 0), c->elem);
+    int rc = MPI_SUCCESS;
+    *paths |= HAR_BIT(HOST_SEGMENT) | (ch.one_shot ? HAR_BIT(ONE_SHOT) : HAR_BIT(TWO_SHOT)) | inter_paths(st);
+    for (size_t done = 0; done < count && rc == MPI_SUCCESS; done += chunk) {
+        chunk_t part = *c;
+        part.n = count - done < chunk ? count - done : chunk;
+        part.in = c->in + done * c->elem;
+        part.out = c->out + done * c->elem;
+        unsigned parity = st->chunk_seq++ & 1;
+        rc = ch.one_shot ? one_shot(&part, parity) : two_shot(&part, parity);
+    }
+    return rc;
 }
 
 int har_hier_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, har_reduce_t red,
@@ -472,28 +493,29 @@ int har_hier_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype typ
     if (bytes < (size_t)st->cfg.min_bytes || bytes > (size_t)st->cfg.max_bytes) return HAR_DECLINED;
 
     const char *in = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-    chunk_t c = {st, in, rbuf, 0, red.elem_size, red.fn, type, op, har_mem_kind(in), har_mem_kind(rbuf)};
+    chunk_t c = {st, in, rbuf, (size_t)count, red.elem_size, red.fn, type, op, har_mem_kind(in), har_mem_kind(rbuf)};
     int rc = MPI_SUCCESS, all_device = 0;
     /* Leader mode keeps to the host segment: its leader carries the whole
      * vector, which the device kernels do not split that way. */
     if (st->dev && red.dev_type != HAR_DT_NONE && red.dev_op != HAR_OP_NONE && (st->nnodes == 1 || st->uniform))
         rc = arrive_kinds(st, &c, &all_device);
-    if (rc == MPI_SUCCESS && all_device) {
-        rc = device_call(st, &c, (size_t)count, red, paths);
-    } else if (rc == MPI_SUCCESS) {
-        har_algo_cfg_t hc = st->cfg;
-        hc.slot_bytes = chunk_bytes(st, 0);
-        har_plan_t plan = har_plan((size_t)count, red.elem_size, st->local_size, st->nnodes, &hc);
-        *paths |= HAR_BIT(HOST_SEGMENT) | (plan.one_shot ? HAR_BIT(ONE_SHOT) : HAR_BIT(TWO_SHOT)) | inter_paths(st);
-        for (size_t done = 0; done < (size_t)count && rc == MPI_SUCCESS; done += c.n) {
-            chunk_t part = c;
-            part.n = (size_t)count - done < plan.chunk_elems ? (size_t)count - done : plan.chunk_elems;
-            part.in = c.in + done * c.elem;
-            part.out = c.out + done * c.elem;
-            c.n = part.n;
-            unsigned parity = st->chunk_seq++ & 1;
-            rc = plan.one_shot ? one_shot(&part, parity) : two_shot(&part, parity);
+    if (rc == MPI_SUCCESS) {
+        /* Everything below is the same on every local rank: they agreed on
+         * all_device at arrival, and the rest is shared. */
+        unsigned avail = 0;
+        if (all_device) {
+            avail |= HAR_ALGO_BIT(HOST_SEGMENT);
+            if (har_devseg_nccl_candidate(st->dev, red.dev_type, red.dev_op)) avail |= HAR_ALGO_BIT(NCCL);
         }
+        avail |= HAR_ALGO_BIT(ONE_SHOT) | HAR_ALGO_BIT(MPI);  /* har_choose keeps them to one node */
+        int forced = har_forced_algo(&st->cfg);
+        har_choice_t ch = har_choose(bytes, st->local_size, st->nnodes, all_device, avail, forced, &st->cfg);
+        if (ch.algo == HAR_ALGO_NCCL && !har_devseg_nccl_ready(st->dev, st->node_comm))
+            ch = har_choose(bytes, st->local_size, st->nnodes, all_device, avail & ~HAR_ALGO_BIT(NCCL), forced,
+                            &st->cfg);
+        if (ch.algo == HAR_ALGO_MPI) return HAR_DECLINED;  /* every local rank declines after the same arrival */
+        if (all_device && ch.algo != HAR_ALGO_HOST_SEGMENT) rc = device_call(st, &c, (size_t)count, red, ch, paths);
+        else rc = host_call(st, &c, (size_t)count, ch, paths);
     }
     if (rc != MPI_SUCCESS) {
         /* Peers may be stuck or gone: tell the local ones, and fail every

@@ -171,4 +171,9 @@ void har_algo_cfg_local(har_algo_cfg_t *a)
     a->device_one_shot_max = har_cfg.device_one_shot_max.i;
     a->timeout = har_cfg.timeout.d;
     a->inter_mpi = strcmp(har_cfg.inter.s, "mpi") == 0;
+    int algo = har_algo_from_name(har_cfg.algo.s);
+    a->algo = algo < 0 ? HAR_ALGO_AUTO : algo;  /* har_init warned */
+    const har_tune_row_t *rows;
+    a->ntune = har_tune_active(&rows, NULL);
+    memcpy(a->tune, rows, (size_t)a->ntune * sizeof *rows);
 }

@@ -12,9 +12,10 @@ static unsigned long long counters[HAR_PATH_COUNT];
 static int initialized, finalized, world_rank;
 static int error_codes[HAR_ERR_COUNT];
 static int required_path = -1;
-static __thread int inside_har;
+static __thread int inside_har;  /* re-entry guard: MPI calling MPI_Allreduce from inside har */
 static int corrupt_rank = -1;
-static long long corrupt_index;  /* re-entry guard: MPI calling MPI_Allreduce from inside har */
+static long long corrupt_index;
+static int algo_override = -1;  /* har_set_algo's; -1: HAR_ALGO decides */
 
 static const char *const path_names[] = {
 #define HAR_PATH_NAME(id, name, doc) name,
@@ -96,6 +97,9 @@ int har_init(void)
             har_log(HAR_LOG_WARN, "HAR_REQUIRE_PATH=%s names no path (har-info lists them)",
                     har_cfg.require_path.s);
     }
+    if (har_algo_from_name(har_cfg.algo.s) < 0)
+        har_log(HAR_LOG_WARN, "HAR_ALGO=%s is none of auto, one_shot, two_shot, host_segment, nccl, mpi; "
+                "using auto", har_cfg.algo.s);
     for (int e = 0; e < HAR_ERR_COUNT; e++) {
         int cls;
         if (PMPI_Add_error_class(&cls) != MPI_SUCCESS) break;
@@ -162,6 +166,20 @@ int har_forward(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_
         rc = har_error_raise(comm, HAR_ERR_CUDA);
     har_stage_put(host);
     return rc;
+}
+
+int har_set_algo(const char *name)
+{
+    int a = name ? har_algo_from_name(name) : -1;
+    if (a < 0) return MPI_ERR_ARG;
+    __atomic_store_n(&algo_override, a == HAR_ALGO_AUTO ? -1 : a, __ATOMIC_RELAXED);
+    return MPI_SUCCESS;
+}
+
+int har_forced_algo(const har_algo_cfg_t *cfg)
+{
+    int a = __atomic_load_n(&algo_override, __ATOMIC_RELAXED);
+    return a >= 0 ? a : cfg->algo;
 }
 
 /* Can har reduce this call at all? Anything odd (bad arguments included)

@@ -5,8 +5,9 @@
 
 #include "internal.h"
 
-/* Returned by har_hier_allreduce when har does not serve the call (it has
- * touched nothing; the caller forwards it). Never an MPI error code. */
+/* Returned by har_hier_allreduce when har does not serve the call: every
+ * rank of the communicator declines it alike, and the caller forwards it.
+ * Never an MPI error code. */
 #define HAR_DECLINED (-1)
 
 /* Local ranks a node segment serves; larger nodes go to the MPI. */
@@ -20,12 +21,20 @@ HAR_HIDDEN int har_hier_allreduce(const void *sbuf, void *rbuf, int count, MPI_D
 /* ---- plan.c (pure: no MPI, no CUDA) ---- */
 
 typedef struct {
-    int one_shot;        /* whole vector reduced by every rank; else two-shot */
-    size_t chunk_elems;  /* elements per pass through the segment */
-} har_plan_t;
+    har_algo_t algo;  /* ONE_SHOT, TWO_SHOT: har's segment for these buffers (the
+                       * CUDA IPC one for device buffers); HOST_SEGMENT: device
+                       * buffers through the host segment; NCCL; MPI */
+    int one_shot;     /* whole vector reduced by every rank; else two-shot */
+} har_choice_t;
 
-HAR_HIDDEN har_plan_t har_plan(size_t count, size_t elem_size, int local_size, int nnodes,
-                               const har_algo_cfg_t *cfg);
+/* What serves a call of `bytes`. `device`: every local rank has device
+ * buffers and the kernels can serve them; `avail`: HAR_ALGO_BITs of what
+ * else can (two-shot always can); `forced`: HAR_ALGO or har_set_algo.
+ * Order: forced, tuning table, then the one-shot thresholds. */
+HAR_HIDDEN har_choice_t har_choose(size_t bytes, int local_size, int nnodes, int device, unsigned avail, int forced,
+                                   const har_algo_cfg_t *cfg);
+/* Elements per pass through a slot of `slot_bytes`: whole 64-byte units. */
+HAR_HIDDEN size_t har_chunk_elems(size_t slot_bytes, size_t elem_size);
 /* Shard i of n elements split among `parts`: starts and lengths are
  * multiples of 64 bytes except the last shard's end. */
 HAR_HIDDEN void har_shard(size_t n, size_t elem_size, int parts, int i, size_t *off, size_t *len);

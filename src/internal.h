@@ -50,6 +50,12 @@ typedef enum { HAR_T_BOOL, HAR_T_INT, HAR_T_SIZE, HAR_T_SECONDS, HAR_T_STR } har
       "bytes of each rank's data slot in the CUDA IPC segment (two per rank, GPU memory)") \
     X(device_one_shot_max, HAR_T_SIZE, "256K", 1,                                   \
       "largest message on device buffers reduced one-shot on a single node")        \
+    X(algo, HAR_T_STR, "auto", 1,                                                   \
+      "auto (tuning table, then thresholds), or force one of one_shot, two_shot, host_segment, nccl, mpi where it can serve") \
+    X(tuning, HAR_T_STR, "builtin", 0,                                              \
+      "builtin (the shipped table), none (thresholds only), or a table file written by har-bench --tune") \
+    X(nccl, HAR_T_STR, "libnccl.so.2", 0,                                           \
+      "NCCL library loaded at run time for device buffers on one node (a name or a path); 0: never") \
     X(reduce_threads, HAR_T_INT, "0", 0,                                            \
       "threads per rank for large host reductions; 0: the rank's cores, at most 4") \
     X(inter, HAR_T_STR, "ring", 1,                                                  \
@@ -84,12 +90,48 @@ HAR_HIDDEN void har_config_warn_unknown(void);
 /* Prints every variable: value, source, meaning (markdown table if asked). */
 HAR_HIDDEN void har_config_print(FILE *out, int markdown);
 
+/* ---- tune.c: the tuning table (pure: no MPI, no CUDA) ------------------- */
+
+/* The ways har can serve a call on one node. */
+#define HAR_ALGO_LIST(X) X(AUTO, "auto") X(ONE_SHOT, "one_shot") X(TWO_SHOT, "two_shot") \
+    X(HOST_SEGMENT, "host_segment") X(NCCL, "nccl") X(MPI, "mpi")
+typedef enum {
+#define HAR_ALGO_ENUM(id, name) HAR_ALGO_##id,
+    HAR_ALGO_LIST(HAR_ALGO_ENUM)
+#undef HAR_ALGO_ENUM
+    HAR_ALGO_COUNT
+} har_algo_t;
+#define HAR_ALGO_BIT(a) (1u << HAR_ALGO_##a)
+HAR_HIDDEN const char *har_algo_name(har_algo_t a);
+HAR_HIDDEN int har_algo_from_name(const char *name);  /* -1: unknown */
+
+/* One row: calls on `device` (1) or host (0) buffers, on communicators of
+ * `nodes` nodes of `local_size` ranks, of at most `max_bytes`, go to `algo`. */
+typedef struct {
+    uint64_t max_bytes;
+    uint32_t nodes;
+    uint16_t local_size;
+    uint8_t device, algo;
+} har_tune_row_t;
+#define HAR_TUNE_MAX_ROWS 64
+
+/* Parses a table (see src/tuning.txt). Returns the number of rows, or -1
+ * with the 1-based number of the first bad line in *bad_line. */
+HAR_HIDDEN int har_tune_parse(const char *text, har_tune_row_t *rows, int max_rows, int *bad_line);
+/* The first row that fits the call; HAR_ALGO_AUTO when none does. */
+HAR_HIDDEN har_algo_t har_tune_lookup(const har_tune_row_t *rows, int nrows, int device, int local_size, int nodes,
+                                      uint64_t bytes);
+/* The table HAR_TUNING names (parsed once); `source` says where it came from. */
+HAR_HIDDEN int har_tune_active(const har_tune_row_t **rows, const char **source);
+HAR_HIDDEN extern const char har_tune_builtin[];
+
 /* The algorithm settings a communicator plans with (rank 0's, broadcast). */
 typedef struct {
     long long node_size, min_bytes, max_bytes, slot_bytes, one_shot_max;
     long long device_slot_bytes, device_one_shot_max;
     double timeout;
-    int inter_mpi;
+    int inter_mpi, algo, ntune;
+    har_tune_row_t tune[HAR_TUNE_MAX_ROWS];
 } har_algo_cfg_t;
 HAR_HIDDEN void har_algo_cfg_local(har_algo_cfg_t *a);
 
@@ -146,6 +188,8 @@ HAR_HIDDEN int har_error_raise(MPI_Comm comm, har_error_t err);
 HAR_HIDDEN int har_forward(const void *sbuf, void *rbuf, int count, MPI_Datatype type,
                            MPI_Op op, MPI_Comm comm, unsigned *paths);
 HAR_HIDDEN const char *har_mpi_flavour(void);
+/* The algorithm forced on a communicator: har_set_algo's, else HAR_ALGO. */
+HAR_HIDDEN int har_forced_algo(const har_algo_cfg_t *cfg);
 
 #define HAR_BIT(p) (1u << HAR_PATH_##p)
 

@@ -7,6 +7,7 @@
  * peer's GPU (by UUID, never by ordinal), can access it peer to peer, and a
  * kernel really loaded a pattern each peer wrote. Anything less: no device
  * segment, and device buffers take the host segment. */
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "internal.h"
 #include "seg.h"
 #include "seg_cuda.h"
+#include "nccl_api.h"
 
 struct har_devseg {
     int nranks, me, device;
@@ -30,7 +32,25 @@ struct har_devseg {
     int *abort_dev;
     char *stage, *tmp;                   /* pinned host: inter-node shard and ring blocks */
     uint64_t epoch;                      /* device barriers used; the same on every rank */
+    int shared_gpu;                      /* some local ranks share a GPU (agreed) */
+    enum { NCCL_UNTRIED, NCCL_READY, NCCL_UNUSABLE } nccl_state;  /* agreed */
+    har_ncclComm_t nccl;                 /* on the node communicator, made at first use */
 };
+
+/* NCCL is loaded once per process, on first use. */
+static struct {
+    pthread_once_t once;
+    har_nccl_api_t api;
+    int loaded;
+    char why[256];
+} nccl = {PTHREAD_ONCE_INIT};
+
+static void nccl_load(void)
+{
+    const char *lib = har_cfg.nccl.s;
+    if (!lib[0] || strcmp(lib, "0") == 0) snprintf(nccl.why, sizeof nccl.why, "HAR_NCCL=0");
+    else nccl.loaded = har_nccl_load(&nccl.api, lib, nccl.why, sizeof nccl.why) == 0;
+}
 
 static int cuda_ok(cudaError_t e, const char *what)
 {
@@ -40,9 +60,12 @@ static int cuda_ok(cudaError_t e, const char *what)
     return 0;
 }
 
-void har_devseg_destroy(har_devseg_t *d)
+void har_devseg_destroy(har_devseg_t *d, int healthy)
 {
     if (!d) return;
+    /* ncclCommDestroy finishes with the peers; after a failure they may be
+     * gone, and only abort is safe. */
+    if (d->nccl) (healthy ? nccl.api.comm_destroy : nccl.api.comm_abort)(d->nccl);
     for (int r = 0; r < d->nranks; r++)
         if (d->peer[r] && r != d->me) cudaIpcCloseMemHandle(d->peer[r]);
     if (d->base) cudaFree(d->base);
@@ -81,6 +104,7 @@ static int map_peers(har_devseg_t *d, const cudaIpcMemHandle_t *handles, const c
             ok = 0;
             break;
         }
+        if (dev == d->device) d->shared_gpu = 1;
         if (dev == d->device && !har_cfg.ipc_shared_gpu.i) {
             /* Kernels of two processes on one GPU time-slice: each barrier
              * would wait for a context switch. The host segment is faster. */
@@ -155,15 +179,18 @@ har_devseg_t *har_devseg_create(MPI_Comm node, size_t slot_bytes)
     if (ok) {
         PMPI_Allgather(&handle, (int)sizeof handle, MPI_BYTE, handles, (int)sizeof handle, MPI_BYTE, node);
         PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, uuids, (int)sizeof *uuids, MPI_BYTE, node);
-        ok = map_peers(d, handles, uuids);
-        PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, node);
+        /* min of ok (as max of -ok) and max of shared_gpu in one call */
+        int agreed[2] = {-map_peers(d, handles, uuids), d->shared_gpu};
+        PMPI_Allreduce(MPI_IN_PLACE, agreed, 2, MPI_INT, MPI_MAX, node);
+        ok = -agreed[0];
+        d->shared_gpu = agreed[1];
     }
     free(handles);
     free(uuids);
     if (!ok) {
         if (me == 0) HAR_LOG(HAR_LOG_INFO, "CUDA IPC between this node's GPUs is not usable: device "
                              "buffers go through the host segment");
-        har_devseg_destroy(d);
+        har_devseg_destroy(d, 0);
         return NULL;
     }
     HAR_LOG(HAR_LOG_DEBUG, "CUDA IPC segment: %d local ranks, GPU %d, %zu bytes per rank", nranks, d->device,
@@ -177,8 +204,21 @@ int har_devseg_current(const har_devseg_t *d)
     return cudaGetDevice(&dev) == cudaSuccess && dev == d->device;
 }
 
+/* Stops what runs on the stream after a peer failed: har's kernels see the
+ * abort flag; NCCL's stop when its communicator is aborted. */
+static void stop_stream(har_devseg_t *d)
+{
+    *d->abort_host = 1;
+    if (d->nccl) {
+        nccl.api.comm_abort(d->nccl);
+        d->nccl = NULL;
+        d->nccl_state = NCCL_UNUSABLE;
+    }
+    cudaStreamSynchronize(d->stream);
+}
+
 /* Waits for the stream while watching the peers: a dead or late peer makes
- * the kernels stop (abort flag) and the call fail. */
+ * the kernels stop and the call fail. */
 static int wait_stream(har_devseg_t *d, const har_dev_call_t *call)
 {
     double started = har_seg_now();
@@ -193,9 +233,14 @@ static int wait_stream(har_devseg_t *d, const har_dev_call_t *call)
         sched_yield();
         if (i % 256) continue;
         int rc = call->check_peers(call->ctx, started);
+        har_ncclResult_t async = HAR_NCCL_SUCCESS;
+        if (rc == MPI_SUCCESS && d->nccl && nccl.api.comm_get_async_error(d->nccl, &async) == HAR_NCCL_SUCCESS &&
+            async != HAR_NCCL_SUCCESS && async != HAR_NCCL_IN_PROGRESS) {
+            har_log(HAR_LOG_ERROR, "NCCL all-reduce failed: %s", nccl.api.get_error_string(async));
+            rc = har_error_code(HAR_ERR_CUDA);
+        }
         if (rc != MPI_SUCCESS) {
-            *d->abort_host = 1;  /* spinning blocks see it and leave */
-            cudaStreamSynchronize(d->stream);
+            stop_stream(d);
             return rc;
         }
     }
@@ -248,6 +293,86 @@ int har_devseg_allreduce(har_devseg_t *d, const har_dev_call_t *call)
             return har_error_code(HAR_ERR_CUDA);
         a.phase = HAR_DEV_GATHER;
         if (!cuda_ok((cudaError_t)har_dev_launch(&a, blocks, d->stream), "kernel launch")) return har_error_code(HAR_ERR_CUDA);
+    }
+    return wait_stream(d, call);
+}
+
+/* ---- NCCL on the node communicator --------------------------------------- */
+
+static int nccl_dtype(int dtype)
+{
+    switch (dtype) {
+    case HAR_DT_F32: return HAR_NCCL_FLOAT32;
+    case HAR_DT_F64: return HAR_NCCL_FLOAT64;
+    case HAR_DT_I32: return HAR_NCCL_INT32;
+    case HAR_DT_U32: return HAR_NCCL_UINT32;
+    case HAR_DT_I64: return HAR_NCCL_INT64;
+    case HAR_DT_U64: return HAR_NCCL_UINT64;
+    default: return -1;
+    }
+}
+
+static int nccl_op(int op)
+{
+    switch (op) {
+    case HAR_OP_SUM: return HAR_NCCL_SUM;
+    case HAR_OP_PROD: return HAR_NCCL_PROD;
+    case HAR_OP_MIN: return HAR_NCCL_MIN;
+    case HAR_OP_MAX: return HAR_NCCL_MAX;
+    default: return -1;  /* bitwise and logical ops: NCCL has none */
+    }
+}
+
+int har_devseg_nccl_candidate(const har_devseg_t *d, int dtype, int op)
+{
+    /* NCCL refuses two ranks on one GPU. */
+    return d->nccl_state != NCCL_UNUSABLE && !d->shared_gpu && nccl_dtype(dtype) >= 0 && nccl_op(op) >= 0;
+}
+
+int har_devseg_nccl_ready(har_devseg_t *d, MPI_Comm node)
+{
+    if (d->nccl_state != NCCL_UNTRIED) return d->nccl_state == NCCL_READY;
+    /* Every rank is here for the same call: load, agree, then make the
+     * communicator (ncclCommInitRank waits for all ranks, so nobody may
+     * start it unless all will). */
+    pthread_once(&nccl.once, nccl_load);
+    int ok = nccl.loaded;
+    if (!ok) HAR_LOG(HAR_LOG_DEBUG, "NCCL not loaded: %s", nccl.why);
+    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, node);
+    struct { har_ncclUniqueId id; int ok; } id = {{{0}}, ok};
+    if (ok && d->me == 0) id.ok = nccl.api.get_unique_id(&id.id) == HAR_NCCL_SUCCESS;
+    if (ok) PMPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, node);
+    ok = ok && id.ok;
+    if (ok) {
+        har_ncclResult_t r = nccl.api.comm_init_rank(&d->nccl, d->nranks, id.id, d->me);
+        if (r != HAR_NCCL_SUCCESS) {
+            har_log(HAR_LOG_WARN, "ncclCommInitRank: %s; device buffers keep to har's kernels",
+                    nccl.api.get_error_string(r));
+            d->nccl = NULL;
+        }
+        int made = d->nccl != NULL;
+        PMPI_Allreduce(MPI_IN_PLACE, &made, 1, MPI_INT, MPI_MIN, node);
+        if (!made && d->nccl) {
+            nccl.api.comm_abort(d->nccl);
+            d->nccl = NULL;
+        }
+        ok = made;
+    }
+    d->nccl_state = ok ? NCCL_READY : NCCL_UNUSABLE;
+    if (ok && d->me == 0)
+        HAR_LOG(HAR_LOG_DEBUG, "NCCL %d.%d.%d serves this node's %d ranks (%s)", nccl.api.version / 10000,
+                nccl.api.version / 100 % 100, nccl.api.version % 100, d->nranks, har_cfg.nccl.s);
+    return ok;
+}
+
+int har_devseg_nccl_allreduce(har_devseg_t *d, const har_dev_call_t *call)
+{
+    har_ncclResult_t r = nccl.api.all_reduce(call->in, call->out, call->count, nccl_dtype(call->dtype),
+                                             nccl_op(call->op), d->nccl, d->stream);
+    if (r != HAR_NCCL_SUCCESS && r != HAR_NCCL_IN_PROGRESS) {
+        har_log(HAR_LOG_ERROR, "ncclAllReduce: %s", nccl.api.get_error_string(r));
+        stop_stream(d);
+        return har_error_code(HAR_ERR_CUDA);
     }
     return wait_stream(d, call);
 }

@@ -28,19 +28,39 @@ typedef struct {
 /* Collective on the node communicator; NULL on every rank unless IPC works
  * between all of them. */
 HAR_HIDDEN har_devseg_t *har_devseg_create(MPI_Comm node, size_t slot_bytes);
-HAR_HIDDEN void har_devseg_destroy(har_devseg_t *d);  /* no MPI calls */
+/* No MPI calls. `healthy`: no call failed, every peer is tearing down too. */
+HAR_HIDDEN void har_devseg_destroy(har_devseg_t *d, int healthy);
 /* Is the calling thread's current GPU the one the segment was made on? */
 HAR_HIDDEN int har_devseg_current(const har_devseg_t *d);
 HAR_HIDDEN int har_devseg_allreduce(har_devseg_t *d, const har_dev_call_t *call);
+/* Could NCCL serve this type and op here? The same answer on every local
+ * rank; NCCL itself is loaded and set up by har_devseg_nccl_ready. */
+HAR_HIDDEN int har_devseg_nccl_candidate(const har_devseg_t *d, int dtype, int op);
+/* Collective on the node communicator, the first time: loads NCCL and makes
+ * its communicator. 1 when NCCL can serve (the same on every local rank). */
+HAR_HIDDEN int har_devseg_nccl_ready(har_devseg_t *d, MPI_Comm node);
+/* The whole call by ncclAllReduce on har's stream, peers watched. */
+HAR_HIDDEN int har_devseg_nccl_allreduce(har_devseg_t *d, const har_dev_call_t *call);
 #else
 static inline har_devseg_t *har_devseg_create(MPI_Comm node, size_t slot_bytes)
 {
     (void)node; (void)slot_bytes;
     return NULL;
 }
-static inline void har_devseg_destroy(har_devseg_t *d) { (void)d; }
+static inline void har_devseg_destroy(har_devseg_t *d, int healthy) { (void)d; (void)healthy; }
 static inline int har_devseg_current(const har_devseg_t *d) { (void)d; return 0; }
 static inline int har_devseg_allreduce(har_devseg_t *d, const har_dev_call_t *call)
+{
+    (void)d; (void)call;
+    return MPI_ERR_INTERN;
+}
+static inline int har_devseg_nccl_candidate(const har_devseg_t *d, int dtype, int op)
+{
+    (void)d; (void)dtype; (void)op;
+    return 0;
+}
+static inline int har_devseg_nccl_ready(har_devseg_t *d, MPI_Comm node) { (void)d; (void)node; return 0; }
+static inline int har_devseg_nccl_allreduce(har_devseg_t *d, const har_dev_call_t *call)
 {
     (void)d; (void)call;
     return MPI_ERR_INTERN;

@@ -3,42 +3,72 @@
  *
  *   har-bench [--min BYTES] [--max BYTES] [--type float|double|int|long]
  *             [--op sum|max|min|prod] [--device] [--iters N] [--warmup N]
- *             [--buffers K] [--check] [--csv FILE] [--quiet]
+ *             [--buffers K] [--check] [--csv FILE] [--quiet] [--tune TABLE]
  *
- * Candidates: "har" (the intercepted MPI_Allreduce) and "mpi" (the MPI's own
- * PMPI_Allreduce; device buffers are staged through host memory around it, as
- * users without a CUDA-aware MPI do). Each iteration's time is the maximum
- * over ranks; the table gives medians with 10th/90th percentiles, ratios,
- * and bus bandwidth (algorithm bandwidth x 2(n-1)/n). */
+ * Candidates: "har" (the intercepted MPI_Allreduce), "mpi" (the MPI's own
+ * PMPI_Allreduce; device buffers are staged through host memory around it,
+ * as users without a CUDA-aware MPI do), and with --device, where NCCL
+ * loads (HAR_NCCL names it), "nccl" (ncclAllReduce, then the stream
+ * synchronised: the same blocking contract) and "nccl_ring_ll" (NCCL pinned
+ * to the Ring algorithm and LL protocol).
+ *
+ * --tune TABLE times har's own paths instead (one_shot, two_shot,
+ * host_segment, nccl, mpi, each forced with har_set_algo and checked to have
+ * served), and writes the tuning table: per size the fastest median, runs of
+ * sizes merged. scripts/derive-tuning applies the same rule to the CSV.
+ *
+ * Each iteration's time is the maximum over ranks; the table gives medians,
+ * ratios and bus bandwidth (algorithm bandwidth x 2(n-1)/n); the CSV adds
+ * 10th/90th percentiles. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "har.h"
 #ifdef HAR_BENCH_CUDA
 #include <cuda_runtime.h>
+#include "nccl_api.h"
 #endif
 
-typedef struct { const char *name; MPI_Datatype type; size_t size; } type_opt_t;
+typedef struct { const char *name; MPI_Datatype type; size_t size; int nccl; } type_opt_t;
 static const type_opt_t type_opts[] = {
-    {"float", MPI_FLOAT, 4}, {"double", MPI_DOUBLE, 8}, {"int", MPI_INT, 4}, {"long", MPI_LONG, 8}};
-static const struct { const char *name; MPI_Op op; } op_opts[] = {
-    {"sum", MPI_SUM}, {"max", MPI_MAX}, {"min", MPI_MIN}, {"prod", MPI_PROD}};
+    {"float", MPI_FLOAT, 4, 7}, {"double", MPI_DOUBLE, 8, 8}, {"int", MPI_INT, 4, 2}, {"long", MPI_LONG, 8, 4}};
+static const struct { const char *name; MPI_Op op; int nccl; } op_opts[] = {
+    {"sum", MPI_SUM, 0}, {"max", MPI_MAX, 2}, {"min", MPI_MIN, 3}, {"prod", MPI_PROD, 1}};
 
-enum { CAND_HAR, CAND_MPI, NCAND };
-static const char *const cand_names[NCAND] = {"har", "mpi"};
+/* What each candidate runs; tuning candidates are har forced to one path. */
+typedef enum { RUN_HAR, RUN_MPI, RUN_NCCL, RUN_NCCL_RING_LL, RUN_FORCED } run_t;
+typedef struct {
+    const char *name;
+    run_t run;
+    unsigned must_serve;  /* forced: path bits (har.h) the call must show */
+    int active;           /* still timed (tuning drops clear losers) */
+    int behind;           /* consecutive sizes at 4x the best or worse */
+} cand_t;
+#define MAX_CANDS 6
+static cand_t cands[MAX_CANDS];
+static int ncands;
 
 static struct {
     size_t min_bytes, max_bytes;
     const type_opt_t *type;
     MPI_Op op;
     const char *op_name;
-    int device, iters, warmup, buffers, check, quiet;
-    const char *csv;
-} opt = {4, 64 << 20, &type_opts[0], MPI_SUM, "sum", 0, 0, 5, 4, 0, 0, NULL};
+    int op_nccl, device, iters, warmup, buffers, check, quiet;
+    const char *csv, *tune;
+} opt = {4, 64 << 20, &type_opts[0], MPI_SUM, "sum", 0, 0, 0, 5, 4, 0, 0, NULL, NULL};
 
-static int rank, nranks;
+static int rank, nranks, local_size, nnodes;
 static char *host_stage;
+
+#ifdef HAR_BENCH_CUDA
+static struct {
+    har_nccl_api_t api;
+    har_ncclComm_t comm, ring_ll;
+    cudaStream_t stream;
+} nccl;
+#endif
 
 static void die(const char *msg)
 {
@@ -120,16 +150,87 @@ static int verify(const char *host, size_t n)
     return 1;
 }
 
-static int one_call(int cand, void *buf, size_t n)
+static int one_call(const cand_t *c, void *buf, size_t n)
 {
-    if (cand == CAND_HAR) return MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, opt.type->type, opt.op, MPI_COMM_WORLD);
-    if (!opt.device) return PMPI_Allreduce(MPI_IN_PLACE, buf, (int)n, opt.type->type, opt.op, MPI_COMM_WORLD);
-    size_t bytes = n * opt.type->size;
-    from_buf(host_stage, buf, bytes);
-    int rc = PMPI_Allreduce(MPI_IN_PLACE, host_stage, (int)n, opt.type->type, opt.op, MPI_COMM_WORLD);
-    to_buf(buf, host_stage, bytes);
-    return rc;
+    int count = (int)n, rc;
+    switch (c->run) {
+    case RUN_FORCED:
+        har_set_algo(c->name);
+        rc = MPI_Allreduce(MPI_IN_PLACE, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD);
+        har_set_algo("auto");
+        return rc;
+    case RUN_HAR:
+        return MPI_Allreduce(MPI_IN_PLACE, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD);
+    case RUN_MPI:
+        if (!opt.device) return PMPI_Allreduce(MPI_IN_PLACE, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD);
+        from_buf(host_stage, buf, n * opt.type->size);
+        rc = PMPI_Allreduce(MPI_IN_PLACE, host_stage, count, opt.type->type, opt.op, MPI_COMM_WORLD);
+        to_buf(buf, host_stage, n * opt.type->size);
+        return rc;
+    case RUN_NCCL:
+    case RUN_NCCL_RING_LL:
+#ifdef HAR_BENCH_CUDA
+        if (nccl.api.all_reduce(buf, buf, n, opt.type->nccl, opt.op_nccl,
+                                c->run == RUN_NCCL ? nccl.comm : nccl.ring_ll, nccl.stream) != 0)
+            return MPI_ERR_OTHER;
+        return cudaStreamSynchronize(nccl.stream) == cudaSuccess ? MPI_SUCCESS : MPI_ERR_OTHER;
+#endif
+        break;
+    }
+    return MPI_ERR_OTHER;
 }
+
+static void add_cand(const char *name, run_t run, unsigned must_serve)
+{
+    cands[ncands++] = (cand_t){name, run, must_serve, 1, 0};
+}
+
+#ifdef HAR_BENCH_CUDA
+/* One NCCL communicator over the world; with ring_ll, NCCL reads
+ * NCCL_ALGO/NCCL_PROTO while it is made (its tuning), so they are set just
+ * for that. 0 or -1, the same on every rank. */
+static int nccl_comm(har_ncclComm_t *comm, int ring_ll)
+{
+    struct { har_ncclUniqueId id; int ok; } id = {{{0}}, 1};
+    if (rank == 0) id.ok = nccl.api.get_unique_id(&id.id) == 0;
+    MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (!id.ok) return -1;
+    char *algo = getenv("NCCL_ALGO"), *proto = getenv("NCCL_PROTO");
+    char *saved_algo = algo ? strdup(algo) : NULL, *saved_proto = proto ? strdup(proto) : NULL;
+    if (ring_ll) {
+        setenv("NCCL_ALGO", "Ring", 1);
+        setenv("NCCL_PROTO", "LL", 1);
+    }
+    int ok = nccl.api.comm_init_rank(comm, nranks, id.id, rank) == 0;
+    if (ring_ll) {
+        if (saved_algo) setenv("NCCL_ALGO", saved_algo, 1); else unsetenv("NCCL_ALGO");
+        if (saved_proto) setenv("NCCL_PROTO", saved_proto, 1); else unsetenv("NCCL_PROTO");
+    }
+    free(saved_algo);
+    free(saved_proto);
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return ok ? 0 : -1;
+}
+
+/* NCCL beside har, when every rank can load it. */
+static void nccl_setup(void)
+{
+    const char *lib = getenv("HAR_NCCL") ? getenv("HAR_NCCL") : "libnccl.so.2";
+    char why[256] = "";
+    int ok = strcmp(lib, "0") != 0 && har_nccl_load(&nccl.api, lib, why, sizeof why) == 0;
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (ok) ok = cudaStreamCreate(&nccl.stream) == cudaSuccess;
+    if (ok && nccl_comm(&nccl.comm, 0) == 0) {
+        add_cand("nccl", RUN_NCCL, 0);
+        if (nccl_comm(&nccl.ring_ll, 1) == 0) add_cand("nccl_ring_ll", RUN_NCCL_RING_LL, 0);
+        if (rank == 0)
+            printf("# NCCL %d.%d.%d from %s\n", nccl.api.version / 10000, nccl.api.version / 100 % 100,
+                   nccl.api.version % 100, lib);
+    } else if (rank == 0) {
+        printf("# NCCL not measured: %s\n", why[0] ? why : "it could not be set up on every rank");
+    }
+}
+#endif
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -147,11 +248,8 @@ static size_t parse_bytes(const char *s)
     return (size_t)v;
 }
 
-int main(int argc, char **argv)
+static void parse_args(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     for (int a = 1; a < argc; a++) {
         const char *arg = argv[a], *val = a + 1 < argc ? argv[a + 1] : NULL;
         if (!strcmp(arg, "--min") && val) opt.min_bytes = parse_bytes(argv[++a]);
@@ -160,37 +258,113 @@ int main(int argc, char **argv)
         else if (!strcmp(arg, "--warmup") && val) opt.warmup = atoi(argv[++a]);
         else if (!strcmp(arg, "--buffers") && val) opt.buffers = atoi(argv[++a]);
         else if (!strcmp(arg, "--csv") && val) opt.csv = argv[++a];
+        else if (!strcmp(arg, "--tune") && val) opt.tune = argv[++a];
         else if (!strcmp(arg, "--check")) opt.check = 1;
         else if (!strcmp(arg, "--quiet")) opt.quiet = 1;
         else if (!strcmp(arg, "--device")) opt.device = 1;
         else if (!strcmp(arg, "--type") && val) {
             opt.type = NULL;
             for (size_t t = 0; t < sizeof type_opts / sizeof *type_opts; t++)
-                if (!strcmp(argv[a + 1], type_opts[t].name)) opt.type = &type_opts[t];
+                if (!strcmp(val, type_opts[t].name)) opt.type = &type_opts[t];
             if (!opt.type) die("unknown --type");
             a++;
         } else if (!strcmp(arg, "--op") && val) {
             opt.op_name = NULL;
             for (size_t o = 0; o < sizeof op_opts / sizeof *op_opts; o++)
-                if (!strcmp(argv[a + 1], op_opts[o].name)) { opt.op = op_opts[o].op; opt.op_name = op_opts[o].name; }
+                if (!strcmp(val, op_opts[o].name)) {
+                    opt.op = op_opts[o].op;
+                    opt.op_name = op_opts[o].name;
+                    opt.op_nccl = op_opts[o].nccl;
+                }
             if (!opt.op_name) die("unknown --op");
             a++;
         } else die("usage: har-bench [--min B] [--max B] [--type T] [--op O] [--device] [--iters N] "
-                   "[--warmup N] [--buffers K] [--check] [--csv FILE] [--quiet]");
+                   "[--warmup N] [--buffers K] [--check] [--csv FILE] [--quiet] [--tune TABLE]");
     }
-#ifndef HAR_BENCH_CUDA
-    if (opt.device) die("--device: har-bench was built without CUDA");
-#else
+    if (opt.buffers < 1) opt.buffers = 1;
+}
+
+/* Ranks per node and nodes, as har sees them (HAR_NODE_SIZE splits nodes). */
+static void node_shape(void)
+{
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &local_size);
+    const char *pretend = getenv("HAR_NODE_SIZE");
+    if (pretend && atoi(pretend) > 0 && atoi(pretend) < local_size) local_size = atoi(pretend);
+    nnodes = nranks / local_size;
+#ifdef HAR_BENCH_CUDA
     if (opt.device) {
-        MPI_Comm node;
         int local, ndev = 0;
-        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
         MPI_Comm_rank(node, &local);
-        MPI_Comm_free(&node);
         if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) die("--device: no GPU visible");
         cudaSetDevice(local % ndev);
     }
+#else
+    if (opt.device) die("--device: har-bench was built without CUDA");
 #endif
+    MPI_Comm_free(&node);
+}
+
+static unsigned long long served_bits(const unsigned long long before[HAR_PATH_COUNT])
+{
+    unsigned long long now[HAR_PATH_COUNT], bits = 0;
+    har_counters(now);
+    for (int p = 0; p < HAR_PATH_COUNT; p++)
+        if (now[p] > before[p]) bits |= 1ull << p;
+    return bits;
+}
+
+/* Writes the tuning table: per size the fastest candidate, runs merged.
+ * The last run covers every larger size. */
+static void write_table(const size_t *sizes, const int *winner, int nsizes)
+{
+    FILE *f = fopen(opt.tune, "w");
+    if (!f) die("cannot write the --tune file");
+    time_t now = time(NULL);
+    char when[32];
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+    fprintf(f, "# har tuning table, written by har-bench --tune on %s (har %s)\n", when, har_version());
+    fprintf(f, "# %d ranks, %d per node, %d node(s), %s %s, %s buffers; per size the fastest median\n", nranks,
+            local_size, nnodes, opt.type->name, opt.op_name, opt.device ? "device" : "host");
+    fprintf(f, "# memory ranks_per_node nodes up_to_bytes algo\n");
+    for (int k = 0; k < nsizes; k++) {
+        if (winner[k] < 0) continue;
+        int next = k + 1;
+        while (next < nsizes && winner[next] < 0) next++;
+        if (next < nsizes && winner[next] == winner[k]) continue;
+        char max[32];
+        if (next < nsizes) snprintf(max, sizeof max, "%zu", sizes[k]);
+        else snprintf(max, sizeof max, "inf");
+        fprintf(f, "%s %d %d %s %s\n", opt.device ? "device" : "host", local_size, nnodes, max,
+                cands[winner[k]].name);
+    }
+    fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    parse_args(argc, argv);
+    node_shape();
+    if (opt.tune) {
+        unsigned seg = opt.device ? 1u << HAR_PATH_IPC : 1u << HAR_PATH_HOST_SEGMENT;
+        if (nnodes == 1) add_cand("one_shot", RUN_FORCED, seg | 1u << HAR_PATH_ONE_SHOT);
+        add_cand("two_shot", RUN_FORCED, seg | 1u << HAR_PATH_TWO_SHOT);
+        if (opt.device && nnodes == 1) {
+            add_cand("host_segment", RUN_FORCED, 1u << HAR_PATH_HOST_SEGMENT);
+            add_cand("nccl", RUN_FORCED, 1u << HAR_PATH_NCCL);
+        }
+        if (nnodes == 1) add_cand("mpi", RUN_FORCED, 1u << HAR_PATH_FORWARDED);
+    } else {
+        add_cand("har", RUN_HAR, 0);
+        add_cand("mpi", RUN_MPI, 0);
+#ifdef HAR_BENCH_CUDA
+        if (opt.device) nccl_setup();
+#endif
+    }
     size_t max_n = opt.max_bytes / opt.type->size;
     if (max_n == 0) die("--max is smaller than one element");
     char *host = malloc(max_n * opt.type->size);
@@ -199,65 +373,109 @@ int main(int argc, char **argv)
     for (int b = 0; b < opt.buffers; b++) bufs[b] = buf_alloc(max_n * opt.type->size);
     FILE *csv = NULL;
     if (opt.csv && rank == 0 && !(csv = fopen(opt.csv, "w"))) die("cannot write the CSV file");
-    if (csv) fprintf(csv, "bytes,candidate,ranks,buffers,type,op,median_us,p10_us,p90_us,algbw_GBs,busbw_GBs,checked\n");
+    if (csv) fprintf(csv, "bytes,candidate,ranks,ranks_per_node,nodes,buffers,type,op,median_us,p10_us,p90_us,"
+                          "algbw_GBs,busbw_GBs,checked\n");
     if (rank == 0) {
-        printf("# har-bench: %d ranks, %s %s, %s buffers (rotating over %d), time = max over ranks per call\n",
-               nranks, opt.type->name, opt.op_name, opt.device ? "device" : "host", opt.buffers);
-        printf("%12s %12s %12s %9s %12s %10s %s\n", "bytes", "har_us", "mpi_us", "har/mpi",
-               "har_busbw", "mpi_busbw", "checked");
+        printf("# har-bench%s: %d ranks (%d per node, %d node(s)), %s %s, %s buffers (rotating over %d), "
+               "time = max over ranks per call, median us\n", opt.tune ? " --tune" : "", nranks, local_size,
+               nnodes, opt.type->name, opt.op_name, opt.device ? "device" : "host", opt.buffers);
+        printf("%12s", "bytes");
+        for (int c = 0; c < ncands; c++) printf(" %12s", cands[c].name);
+        if (opt.tune) printf(" %12s\n", "fastest");
+        else printf(" %8s %9s %10s %s\n", "har/mpi", ncands > 2 ? "har/nccl" : "", "har_busbw", "checked");
+        fflush(stdout);
     }
-    int all_ok = 1;
-    for (size_t bytes = opt.min_bytes; bytes <= opt.max_bytes; bytes *= 2) {
+    size_t sizes[64];
+    int winner[64], nsizes = 0, all_ok = 1;
+    double factor = nranks > 1 ? 2.0 * (nranks - 1) / nranks : 1.0;
+    for (size_t bytes = opt.min_bytes; bytes <= opt.max_bytes && nsizes < 64; bytes *= 2) {
         size_t n = bytes / opt.type->size;
         if (n == 0) continue;
         int iters = opt.iters ? opt.iters : (int)fmin(1000, fmax(10, 2e8 / (double)bytes));
-        double *t[NCAND], med[NCAND], p10[NCAND], p90[NCAND];
-        int ok[NCAND];
-        for (int c = 0; c < NCAND; c++) {
-            t[c] = calloc((size_t)iters, sizeof(double));
-            /* Correctness first, outside the timing: fresh data, one call, check. */
+        double *t[MAX_CANDS] = {0}, med[MAX_CANDS] = {0}, p10[MAX_CANDS] = {0}, p90[MAX_CANDS] = {0};
+        int ok[MAX_CANDS] = {0}, timed[MAX_CANDS] = {0};
+        for (int c = 0; c < ncands; c++) {
+            if (!cands[c].active) continue;
+            /* Correctness first, outside the timing: fresh data, one call,
+             * check; a forced path must really have served it. */
+            unsigned long long before[HAR_PATH_COUNT];
+            har_counters(before);
             fill(host, n, rank);
             to_buf(bufs[0], host, n * opt.type->size);
-            ok[c] = one_call(c, bufs[0], n) == MPI_SUCCESS;
+            ok[c] = one_call(&cands[c], bufs[0], n) == MPI_SUCCESS;
+            int served = (served_bits(before) & cands[c].must_serve) == cands[c].must_serve;
             from_buf(host, bufs[0], n * opt.type->size);
             if (opt.check) ok[c] = ok[c] && verify(host, n);
-            PMPI_Allreduce(MPI_IN_PLACE, &ok[c], 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+            int agreed[2] = {ok[c], served};
+            MPI_Allreduce(MPI_IN_PLACE, agreed, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+            ok[c] = agreed[0];
+            timed[c] = agreed[1];  /* a forced path that cannot serve this size is not timed */
             all_ok &= ok[c];
+            if (timed[c]) t[c] = calloc((size_t)iters, sizeof(double));
         }
-        /* Interleaved: har, mpi, har, mpi ... on the same rotating buffers.
+        /* Interleaved: each candidate in turn, on the same rotating buffers.
          * The data grow by repeated sums here; only timing matters now. */
         for (int it = -opt.warmup; it < iters; it++)
-            for (int c = 0; c < NCAND; c++) {
+            for (int c = 0; c < ncands; c++) {
+                if (!timed[c]) continue;
                 void *buf = bufs[(it + opt.warmup) % opt.buffers];
                 double t0 = MPI_Wtime();
-                one_call(c, buf, n);
+                one_call(&cands[c], buf, n);
                 double dt = MPI_Wtime() - t0;
                 if (it >= 0) t[c][it] = dt;
             }
-        for (int c = 0; c < NCAND; c++) {
-            PMPI_Allreduce(MPI_IN_PLACE, t[c], iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        int best = -1;
+        for (int c = 0; c < ncands; c++) {
+            if (!timed[c]) continue;
+            MPI_Allreduce(MPI_IN_PLACE, t[c], iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
             qsort(t[c], (size_t)iters, sizeof(double), cmp_double);
-            med[c] = t[c][iters / 2] * 1e6;
+            /* Rounded as the CSV prints it: scripts/derive-tuning must pick
+             * the same winners from the CSV as --tune does here. */
+            med[c] = round(t[c][iters / 2] * 1e9) / 1e3;
             p10[c] = t[c][iters / 10] * 1e6;
             p90[c] = t[c][iters * 9 / 10] * 1e6;
             free(t[c]);
+            if (ok[c] && (best < 0 || med[c] < med[best])) best = c;
         }
-        double factor = nranks > 1 ? 2.0 * (nranks - 1) / nranks : 1.0, real_bytes = (double)(n * opt.type->size);
+        /* --tune: a path 4x slower than the best at two sizes in a row is not
+         * timed at larger ones (staging and the MPI only fall further behind). */
+        for (int c = 0; opt.tune && best >= 0 && c < ncands; c++) {
+            if (!timed[c]) continue;
+            cands[c].behind = med[c] >= 4 * med[best] ? cands[c].behind + 1 : 0;
+            if (cands[c].behind >= 2) cands[c].active = 0;
+        }
+        sizes[nsizes] = n * opt.type->size;
+        winner[nsizes++] = best;
+        double real_bytes = (double)(n * opt.type->size);
         if (rank == 0) {
-            printf("%12zu %12.2f %12.2f %9.2f %10.2fGB %8.2fGB %s\n", n * opt.type->size, med[CAND_HAR],
-                   med[CAND_MPI], med[CAND_HAR] / med[CAND_MPI], real_bytes / med[CAND_HAR] * 1e-3 * factor,
-                   real_bytes / med[CAND_MPI] * 1e-3 * factor,
-                   opt.check ? (ok[CAND_HAR] && ok[CAND_MPI] ? "yes" : "FAILED") : "no");
+            printf("%12zu", n * opt.type->size);
+            for (int c = 0; c < ncands; c++)
+                if (timed[c]) printf(" %12.2f", med[c]);
+                else printf(" %12s", "-");
+            if (opt.tune) {
+                printf(" %12s%s\n", best >= 0 ? cands[best].name : "-", opt.check && !all_ok ? " FAILED" : "");
+            } else {
+                char vs_nccl[16] = "";
+                if (ncands > 2 && timed[2]) snprintf(vs_nccl, sizeof vs_nccl, "%.2f", med[0] / med[2]);
+                printf(" %8.2f %9s %8.2fGB %s\n", med[0] / med[1], vs_nccl, real_bytes / med[0] * 1e-3 * factor,
+                       opt.check ? (ok[0] && ok[1] ? "yes" : "FAILED") : "no");
+            }
             fflush(stdout);
-            for (int c = 0; csv && c < NCAND; c++)
-                fprintf(csv, "%zu,%s,%d,%s,%s,%s,%.3f,%.3f,%.3f,%.4f,%.4f,%s\n", n * opt.type->size, cand_names[c],
-                        nranks, opt.device ? "device" : "host", opt.type->name, opt.op_name, med[c], p10[c],
-                        p90[c], real_bytes / med[c] * 1e-3, real_bytes / med[c] * 1e-3 * factor,
-                        opt.check ? (ok[c] ? "yes" : "FAILED") : "no");
+            for (int c = 0; csv && c < ncands; c++)
+                if (timed[c])
+                    fprintf(csv, "%zu,%s,%d,%d,%d,%s,%s,%s,%.3f,%.3f,%.3f,%.4f,%.4f,%s\n", n * opt.type->size,
+                            cands[c].name, nranks, local_size, nnodes, opt.device ? "device" : "host",
+                            opt.type->name, opt.op_name, med[c], p10[c], p90[c], real_bytes / med[c] * 1e-3,
+                            real_bytes / med[c] * 1e-3 * factor, opt.check ? (ok[c] ? "yes" : "FAILED") : "no");
         }
         if (bytes > opt.max_bytes / 2) break;
     }
     if (csv) fclose(csv);
+    if (opt.tune && rank == 0) write_table(sizes, winner, nsizes);
+#ifdef HAR_BENCH_CUDA
+    if (nccl.comm) nccl.api.comm_destroy(nccl.comm);
+    if (nccl.ring_ll) nccl.api.comm_destroy(nccl.ring_ll);
+#endif
     for (int b = 0; b < opt.buffers; b++) buf_free(bufs[b]);
     free(bufs); free(host); free(host_stage);
     MPI_Finalize();

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "../internal.h"
 #include "../dev.h"
+#include "../nccl_api.h"
 #ifdef HAR_HAVE_HWLOC
 #include <hwloc.h>
 #endif
@@ -76,6 +77,13 @@ int main(int argc, char **argv)
     printf("  CUDA IPC kernels: not built (device buffers go through host memory)\n");
 #endif
     print_machine();
+    har_nccl_api_t nccl;
+    char why[256] = "HAR_NCCL=0";
+    if (strcmp(har_cfg.nccl.s, "0") != 0 && har_nccl_load(&nccl, har_cfg.nccl.s, why, sizeof why) == 0)
+        printf("  NCCL: %d.%d.%d, from %s (device buffers on one node)\n", nccl.version / 10000,
+               nccl.version / 100 % 100, nccl.version % 100, har_cfg.nccl.s);
+    else
+        printf("  NCCL: not loadable (%s)\n", why);
     printf("MPI and device memory (after overrides):\n");
     printf("  point-to-point on device memory: %s\n", har_mpi_cuda_p2p() ? "yes" : "no");
     printf("  MPI_Allreduce on device memory: %s\n", har_mpi_cuda_reduce() ? "yes" : "no (har stages it)");
@@ -85,6 +93,16 @@ int main(int argc, char **argv)
     printf("  host segment: %lld bytes per local rank (two slots), shared by the node\n", 2 * a.slot_bytes + 256);
     printf("  CUDA IPC segment: %lld bytes of GPU memory per rank (two slots and flags)\n",
            2 * ((a.device_slot_bytes + 4095) / 4096 * 4096) + (long long)(HAR_DEV_FLAG_BYTES));
+    const har_tune_row_t *rows;
+    const char *source;
+    int nrows = har_tune_active(&rows, &source);
+    printf("tuning table (%s, %d rows; HAR_ALGO=%s):\n", source, nrows, har_cfg.algo.s);
+    for (int i = 0; i < nrows; i++) {
+        char max[32] = "inf";
+        if (rows[i].max_bytes != UINT64_MAX) snprintf(max, sizeof max, "%llu", (unsigned long long)rows[i].max_bytes);
+        printf("  %s buffers, %u ranks per node, %u node(s), up to %s bytes: %s\n", rows[i].device ? "device" : "host",
+               rows[i].local_size, rows[i].nodes, max, har_algo_name((har_algo_t)rows[i].algo));
+    }
     printf("variables:\n");
     har_config_print(stdout, 0);
     printf("paths (HAR_REQUIRE_PATH):");

@@ -66,6 +66,44 @@ check "forwarded: the MPI reduces device buffers staged through host" \
     --types int,int32,int64,long,float,double  # the MPI's own reductions: see matrix.sh on its 8/16-bit sums
 check_fails "HAR_TEST_CORRUPT on device buffers is caught" "FAIL rank 1" \
     env $share HAR_TEST_CORRUPT=1:3 $mpi 2 "$prog" --device --counts 7 --sample 20 --seed $seed --no-forwarded
+# NCCL (HAR_NCCL names the library; har-info says whether it loads).
+ncclops="--types float,double,int,unsigned,long,unsigned_long,int32,uint32,int64,uint64 --ops sum,prod,min,max"
+if [ "$ngpu" -lt 2 ]; then
+    tap_skip "NCCL tests" "NCCL refuses two ranks on one GPU: needs 2 GPUs"
+elif ! $mpi 1 "$top_builddir/har-info" 2>&1 | grep -q "NCCL: [0-9]"; then
+    tap_skip "NCCL tests" "NCCL not loadable (set HAR_NCCL to its path)"
+else
+    check "2 ranks, HAR_ALGO=nccl: NCCL serves every type and op it has (two communicators each)" \
+        env HAR_ALGO=nccl HAR_REQUIRE_PATH=nccl $mpi 2 "$prog" --device $full $ncclops --comms 2 --no-forwarded --expect nccl
+    check "2 ranks, HAR_ALGO=nccl: bitwise and logical ops stay on the kernels (NCCL has none)" \
+        env HAR_ALGO=nccl $mpi 2 "$prog" --device --counts 7,65537 --types int,uint64 --ops band,bor,bxor,land,lor,lxor --no-forwarded --expect ipc
+    check "2 ranks, HAR_ALGO=nccl, HAR_NCCL=/nonexistent: kernels serve instead" \
+        env HAR_ALGO=nccl HAR_NCCL=/nonexistent/libnccl.so.2 $mpi 2 "$prog" --device --counts 7,65537 --types float,int64 --ops sum,max --no-forwarded --expect ipc
+    check "3 ranks sharing GPUs, HAR_IPC_SHARED_GPU=1, HAR_ALGO=nccl: not a candidate, kernels" \
+        env HAR_IPC_SHARED_GPU=1 HAR_ALGO=nccl $mpi 3 "$prog" --device --counts 7,65537 --types float --ops sum --comms 1 --no-forwarded --expect ipc
+    iters_nccl=20000
+    check "stress, HAR_ALGO=nccl: $iters_nccl calls, random sizes and delays, every result checked" \
+        env HAR_ALGO=nccl HAR_REQUIRE_PATH=nccl $mpi 2 "$stress" --iters $iters_nccl --seed $seed --expect nccl
+fi
+# The shipped table: each of its rows for this shape serves its sizes by its path.
+rows=$(grep -v '^#' "$top_srcdir/src/tuning.txt" | awk -v n="$ngpu" '$1 == "device" && $2 == n && $3 == 1')
+if [ -z "$rows" ]; then
+    tap_skip "the shipped tuning table on device buffers" "no rows for $ngpu ranks on one node"
+else
+    prev=0
+    while read -r memory local nodes max algo; do
+        if [ "$max" = inf ]; then count=$((prev / 4 + 1)); else count=$((max / 4)); fi
+        [ "$count" -ge 1 ] || count=1
+        case "$algo" in
+        one_shot | two_shot) want="ipc,$algo" ;; mpi) want=staged ;; *) want="$algo" ;;
+        esac
+        check "shipped table row '$local $nodes $max $algo': $count floats served by $want" \
+            env HAR_TUNING=builtin $mpi "$ngpu" "$prog" --device --counts "$count" --types float --ops sum --comms 2 --no-forwarded --expect "$want" < /dev/null
+        [ "$max" = inf ] || prev=$max
+    done <<ROWS
+$rows
+ROWS
+fi
 iters=100000; [ $big = 1 ] || iters=3000
 check "stress: $iters calls, random sizes and delays, every result checked" \
     env $share HAR_REQUIRE_PATH=ipc $mpi 2 "$stress" --iters $iters --seed $seed --expect ipc

@@ -8,7 +8,8 @@
  * call (--expect), or the MPI (forwarded cases, always checked).
  *
  *   check_allreduce [--seed S] [--sample K] [--counts a,b,..] [--expect p1,p2]
- *                   [--comms N] [--no-forwarded] [--types t1,t2] [--device [--mixed]] [--managed]
+ *                   [--comms N] [--no-forwarded] [--types t1,t2] [--ops o1,o2]
+ *                   [--device [--mixed]] [--managed]
  * Exit 0 only if every case passed on every rank. */
 #include <complex.h>
 #include <float.h>
@@ -324,7 +325,7 @@ int main(int argc, char **argv)
     uint64_t seed = 12345;
     long sample = 0;
     int ncomms = 4, forwarded = 1;
-    char *only_types = NULL;  /* ",name,name," */
+    char *only_types = NULL, *only_ops = NULL;  /* ",name,name," */
     size_t counts[32] = {0, 1, 7, 63, 64, 1000, 65537}, ncounts = 7;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--seed") && a + 1 < argc) seed = strtoull(argv[++a], NULL, 10);
@@ -338,6 +339,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--types") && a + 1 < argc) {
             only_types = malloc(strlen(argv[++a]) + 3);
             sprintf(only_types, ",%s,", argv[a]);
+        }
+        else if (!strcmp(argv[a], "--ops") && a + 1 < argc) {
+            only_ops = malloc(strlen(argv[++a]) + 3);
+            sprintf(only_ops, ",%s,", argv[a]);
         }
         else if (!strcmp(argv[a], "--expect") && a + 1 < argc) {
             char *list = argv[++a];
@@ -380,6 +385,8 @@ int main(int argc, char **argv)
             if (!allowed(&types[ti], ops[oi].op)) continue;
             snprintf(wanted, sizeof wanted, ",%s,", types[ti].name);
             if (only_types && !strstr(only_types, wanted)) continue;
+            snprintf(wanted, sizeof wanted, ",%s,", ops[oi].name);
+            if (only_ops && !strstr(only_ops, wanted)) continue;
             for (size_t ci = 0; ci < ncounts; ci++)
                 for (int inplace = 0; inplace < 2; inplace++, index++) {
                     if (sample && splitmix(&pick) % (uint64_t)sample != 0) continue;

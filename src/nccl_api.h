@@ -1,0 +1,67 @@
+/* NCCL, loaded at run time (never linked): the few declarations har needs,
+ * with the values of NCCL's stable C ABI, so that har builds where no NCCL
+ * header is installed and runs where no NCCL library is. Used by libhar's
+ * device path and by har-bench (each keeps its own copy). */
+#ifndef HAR_NCCL_API_H
+#define HAR_NCCL_API_H
+
+#include <stddef.h>
+
+typedef struct ncclComm *har_ncclComm_t;
+typedef struct { char internal[128]; } har_ncclUniqueId;
+typedef int har_ncclResult_t;  /* 0: ncclSuccess; 7: ncclInProgress */
+enum { HAR_NCCL_SUCCESS = 0, HAR_NCCL_IN_PROGRESS = 7 };
+/* ncclDataType_t and ncclRedOp_t values. */
+enum { HAR_NCCL_INT32 = 2, HAR_NCCL_UINT32 = 3, HAR_NCCL_INT64 = 4, HAR_NCCL_UINT64 = 5,
+       HAR_NCCL_FLOAT32 = 7, HAR_NCCL_FLOAT64 = 8 };
+enum { HAR_NCCL_SUM = 0, HAR_NCCL_PROD = 1, HAR_NCCL_MAX = 2, HAR_NCCL_MIN = 3 };
+
+typedef struct {
+    int version;  /* e.g. 22809 for 2.28.9; 0: not loaded */
+    har_ncclResult_t (*get_version)(int *);
+    har_ncclResult_t (*get_unique_id)(har_ncclUniqueId *);
+    har_ncclResult_t (*comm_init_rank)(har_ncclComm_t *, int nranks, har_ncclUniqueId, int rank);
+    har_ncclResult_t (*all_reduce)(const void *, void *, size_t, int dtype, int op, har_ncclComm_t, void *stream);
+    har_ncclResult_t (*comm_destroy)(har_ncclComm_t);
+    har_ncclResult_t (*comm_abort)(har_ncclComm_t);
+    har_ncclResult_t (*comm_get_async_error)(har_ncclComm_t, har_ncclResult_t *);
+    const char *(*get_error_string)(har_ncclResult_t);
+} har_nccl_api_t;
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Opens `library` (a file name the loader searches for, or a path) and binds
+ * the calls above. 0 on success; -1 with a reason in `why`. */
+static inline int har_nccl_load(har_nccl_api_t *api, const char *library, char *why, size_t why_len)
+{
+    memset(api, 0, sizeof *api);
+    void *lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(why, why_len, "%s", dlerror());
+        return -1;
+    }
+    *(void **)&api->get_version = dlsym(lib, "ncclGetVersion");
+    *(void **)&api->get_unique_id = dlsym(lib, "ncclGetUniqueId");
+    *(void **)&api->comm_init_rank = dlsym(lib, "ncclCommInitRank");
+    *(void **)&api->all_reduce = dlsym(lib, "ncclAllReduce");
+    *(void **)&api->comm_destroy = dlsym(lib, "ncclCommDestroy");
+    *(void **)&api->comm_abort = dlsym(lib, "ncclCommAbort");
+    *(void **)&api->comm_get_async_error = dlsym(lib, "ncclCommGetAsyncError");
+    *(void **)&api->get_error_string = dlsym(lib, "ncclGetErrorString");
+    int version = 0;
+    if (!api->get_version || !api->get_unique_id || !api->comm_init_rank || !api->all_reduce ||
+        !api->comm_destroy || !api->comm_abort || !api->comm_get_async_error || !api->get_error_string ||
+        api->get_version(&version) != HAR_NCCL_SUCCESS) {
+        snprintf(why, why_len, "%s lacks the calls har needs", library);
+        dlclose(lib);
+        memset(api, 0, sizeof *api);
+        return -1;
+    }
+    /* Kept open for the life of the process: NCCL's threads use it. */
+    api->version = version;
+    return 0;
+}
+
+#endif
