@@ -53,7 +53,7 @@ typedef enum { HAR_T_BOOL, HAR_T_INT, HAR_T_SIZE, HAR_T_SECONDS, HAR_T_STR } har
     X(algo, HAR_T_STR, "auto", 1,                                                   \
       "auto (tuning table, then thresholds), or force one of one_shot, two_shot, host_segment, nccl, mpi where it can serve") \
     X(tuning, HAR_T_STR, "builtin", 0,                                              \
-      "builtin (the shipped table), none (thresholds only), or a table file written by har-bench --tune") \
+      "builtin (the shipped table), none (thresholds only), or a table file written by har-bench --tuning") \
     X(nccl, HAR_T_STR, "libnccl.so.2", 0,                                           \
       "NCCL library loaded at run time for device buffers on one node (a name or a path); 0: never") \
     X(reduce_threads, HAR_T_INT, "0", 0,                                            \

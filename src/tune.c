@@ -1,5 +1,5 @@
 /* The tuning table: which algorithm serves a call of a given size, memory
- * kind and shape of communicator, as measured by har-bench --tune. Parsing
+ * kind and shape of communicator, as measured by har-bench --tuning. Parsing
  * and lookup are pure; the active table is read once, from HAR_TUNING. */
 #include <errno.h>
 #include <pthread.h>

@@ -3,7 +3,7 @@
  *
  *   har-bench [--min BYTES] [--max BYTES] [--type float|double|int|long]
  *             [--op sum|max|min|prod] [--device] [--iters N] [--warmup N]
- *             [--buffers K] [--check] [--csv FILE] [--quiet] [--tune TABLE]
+ *             [--buffers K] [--check] [--csv FILE] [--quiet] [--tuning TABLE]
  *
  * Candidates: "har" (the intercepted MPI_Allreduce), "mpi" (the MPI's own
  * PMPI_Allreduce; device buffers are staged through host memory around it,
@@ -12,14 +12,16 @@
  * synchronised: the same blocking contract) and "nccl_ring_ll" (NCCL pinned
  * to the Ring algorithm and LL protocol).
  *
- * --tune TABLE times har's own paths instead (one_shot, two_shot,
+ * --tuning TABLE (the tuning run; not "--tune", which Open MPI's mpirun
+ * takes for itself) times har's own paths instead: one_shot, two_shot,
  * host_segment, nccl, mpi, each forced with har_set_algo and checked to have
- * served), and writes the tuning table: per size the fastest median, runs of
- * sizes merged. scripts/derive-tuning applies the same rule to the CSV.
+ * served. It writes the tuning table by the rule in pick_winners, which
+ * scripts/derive-tuning applies to the CSV too.
  *
- * Each iteration's time is the maximum over ranks; the table gives medians,
- * ratios and bus bandwidth (algorithm bandwidth x 2(n-1)/n); the CSV adds
- * 10th/90th percentiles. */
+ * Every timed call starts after a barrier, so that one candidate's skew
+ * between ranks does not land on the next; its time is the maximum over
+ * ranks. The table gives medians, ratios and bus bandwidth (algorithm
+ * bandwidth x 2(n-1)/n); the CSV adds 10th/90th percentiles. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,7 +260,7 @@ static void parse_args(int argc, char **argv)
         else if (!strcmp(arg, "--warmup") && val) opt.warmup = atoi(argv[++a]);
         else if (!strcmp(arg, "--buffers") && val) opt.buffers = atoi(argv[++a]);
         else if (!strcmp(arg, "--csv") && val) opt.csv = argv[++a];
-        else if (!strcmp(arg, "--tune") && val) opt.tune = argv[++a];
+        else if (!strcmp(arg, "--tuning") && val) opt.tune = argv[++a];
         else if (!strcmp(arg, "--check")) opt.check = 1;
         else if (!strcmp(arg, "--quiet")) opt.quiet = 1;
         else if (!strcmp(arg, "--device")) opt.device = 1;
@@ -279,7 +281,7 @@ static void parse_args(int argc, char **argv)
             if (!opt.op_name) die("unknown --op");
             a++;
         } else die("usage: har-bench [--min B] [--max B] [--type T] [--op O] [--device] [--iters N] "
-                   "[--warmup N] [--buffers K] [--check] [--csv FILE] [--quiet] [--tune TABLE]");
+                   "[--warmup N] [--buffers K] [--check] [--csv FILE] [--quiet] [--tuning TABLE]");
     }
     if (opt.buffers < 1) opt.buffers = 1;
 }
@@ -315,16 +317,34 @@ static unsigned long long served_bits(const unsigned long long before[HAR_PATH_C
     return bits;
 }
 
-/* Writes the tuning table: per size the fastest candidate, runs merged.
- * The last run covers every larger size. */
+/* The tuning rule: at the first size the fastest candidate wins; at each
+ * larger one the previous winner stays while its median is within 5% of
+ * the fastest's (noise must not split the table into flickering rows), else
+ * the fastest takes over. Failed or untimed candidates (median 0) never win.
+ * scripts/derive-tuning implements the same rule. */
+static void pick_winners(double med[][MAX_CANDS], int nsizes, int *winner)
+{
+    int prev = -1;
+    for (int k = 0; k < nsizes; k++) {
+        int best = -1;
+        for (int c = 0; c < ncands; c++)
+            if (med[k][c] > 0 && (best < 0 || med[k][c] < med[k][best])) best = c;
+        if (best >= 0 && prev >= 0 && med[k][prev] > 0 && med[k][prev] <= 1.05 * med[k][best]) best = prev;
+        winner[k] = best;
+        if (best >= 0) prev = best;
+    }
+}
+
+/* Writes the tuning table: runs of sizes with one winner merged, the last
+ * run covering every larger size. */
 static void write_table(const size_t *sizes, const int *winner, int nsizes)
 {
     FILE *f = fopen(opt.tune, "w");
-    if (!f) die("cannot write the --tune file");
+    if (!f) die("cannot write the --tuning file");
     time_t now = time(NULL);
     char when[32];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
-    fprintf(f, "# har tuning table, written by har-bench --tune on %s (har %s)\n", when, har_version());
+    fprintf(f, "# har tuning table, written by har-bench --tuning on %s (har %s)\n", when, har_version());
     fprintf(f, "# %d ranks, %d per node, %d node(s), %s %s, %s buffers; per size the fastest median\n", nranks,
             local_size, nnodes, opt.type->name, opt.op_name, opt.device ? "device" : "host");
     fprintf(f, "# memory ranks_per_node nodes up_to_bytes algo\n");
@@ -377,7 +397,7 @@ int main(int argc, char **argv)
                           "algbw_GBs,busbw_GBs,checked\n");
     if (rank == 0) {
         printf("# har-bench%s: %d ranks (%d per node, %d node(s)), %s %s, %s buffers (rotating over %d), "
-               "time = max over ranks per call, median us\n", opt.tune ? " --tune" : "", nranks, local_size,
+               "time = max over ranks per call, median us\n", opt.tune ? " --tuning" : "", nranks, local_size,
                nnodes, opt.type->name, opt.op_name, opt.device ? "device" : "host", opt.buffers);
         printf("%12s", "bytes");
         for (int c = 0; c < ncands; c++) printf(" %12s", cands[c].name);
@@ -386,6 +406,7 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     size_t sizes[64];
+    static double medians[64][MAX_CANDS];  /* per size; 0: failed or not timed */
     int winner[64], nsizes = 0, all_ok = 1;
     double factor = nranks > 1 ? 2.0 * (nranks - 1) / nranks : 1.0;
     for (size_t bytes = opt.min_bytes; bytes <= opt.max_bytes && nsizes < 64; bytes *= 2) {
@@ -419,6 +440,7 @@ int main(int argc, char **argv)
             for (int c = 0; c < ncands; c++) {
                 if (!timed[c]) continue;
                 void *buf = bufs[(it + opt.warmup) % opt.buffers];
+                PMPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
                 one_call(&cands[c], buf, n);
                 double dt = MPI_Wtime() - t0;
@@ -430,22 +452,22 @@ int main(int argc, char **argv)
             MPI_Allreduce(MPI_IN_PLACE, t[c], iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
             qsort(t[c], (size_t)iters, sizeof(double), cmp_double);
             /* Rounded as the CSV prints it: scripts/derive-tuning must pick
-             * the same winners from the CSV as --tune does here. */
+             * the same winners from the CSV as --tuning does here. */
             med[c] = round(t[c][iters / 2] * 1e9) / 1e3;
             p10[c] = t[c][iters / 10] * 1e6;
             p90[c] = t[c][iters * 9 / 10] * 1e6;
             free(t[c]);
             if (ok[c] && (best < 0 || med[c] < med[best])) best = c;
         }
-        /* --tune: a path 4x slower than the best at two sizes in a row is not
+        /* --tuning: a path 4x slower than the best at two sizes in a row is not
          * timed at larger ones (staging and the MPI only fall further behind). */
         for (int c = 0; opt.tune && best >= 0 && c < ncands; c++) {
             if (!timed[c]) continue;
             cands[c].behind = med[c] >= 4 * med[best] ? cands[c].behind + 1 : 0;
             if (cands[c].behind >= 2) cands[c].active = 0;
         }
-        sizes[nsizes] = n * opt.type->size;
-        winner[nsizes++] = best;
+        for (int c = 0; c < ncands; c++) medians[nsizes][c] = timed[c] && ok[c] ? med[c] : 0;
+        sizes[nsizes++] = n * opt.type->size;
         double real_bytes = (double)(n * opt.type->size);
         if (rank == 0) {
             printf("%12zu", n * opt.type->size);
@@ -471,7 +493,10 @@ int main(int argc, char **argv)
         if (bytes > opt.max_bytes / 2) break;
     }
     if (csv) fclose(csv);
-    if (opt.tune && rank == 0) write_table(sizes, winner, nsizes);
+    if (opt.tune && rank == 0) {
+        pick_winners(medians, nsizes, winner);
+        write_table(sizes, winner, nsizes);
+    }
 #ifdef HAR_BENCH_CUDA
     if (nccl.comm) nccl.api.comm_destroy(nccl.comm);
     if (nccl.ring_ll) nccl.api.comm_destroy(nccl.ring_ll);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The tuning table and HAR_ALGO steer the choice of path: a hand-written
-# table's rows each serve their sizes, a table har-bench --tune writes is
+# table's rows each serve their sizes, a table har-bench --tuning writes is
 # the one scripts/derive-tuning derives from its CSV and har follows it, a
 # bad table is refused with the line named, and the shipped table is the one
 # derived from the committed measurements.
@@ -9,7 +9,7 @@ prog="$bin/mpi/check_allreduce"
 derive="$top_srcdir/scripts/derive-tuning"
 rows() { grep -v '^#' "$1" | sed '/^ *$/d'; }
 
-# The shipped table and the committed --tune CSVs agree.
+# The shipped table and the committed --tuning CSVs agree.
 set -- "$top_srcdir"/docs/results/tune-*.csv
 if [ -e "$1" ]; then
     "$derive" "$@" > "$tmp/derived"
@@ -60,15 +60,15 @@ env HAR_TUNING="$tmp/bad" $mpi 2 "$prog" --counts 7 --types int --comms 1 --expe
     grep -q "line 2 is not" "$tmp/out"
 tap_result $? "a bad table is refused, naming its line, and the built-in one serves" "$tmp/out"
 
-# har-bench --tune: its table is derive-tuning's reading of its CSV, and har
+# har-bench --tuning: its table is derive-tuning's reading of its CSV, and har
 # then serves each row's sizes by that row's path.
-$mpi 2 "$top_builddir/har-bench" --tune "$tmp/tuned" --csv "$tmp/tune.csv" --type int --min 4 --max 256K \
+$mpi 2 "$top_builddir/har-bench" --tuning "$tmp/tuned" --csv "$tmp/tune.csv" --type int --min 4 --max 256K \
     --iters 5 --warmup 1 --check > "$tmp/out" 2>&1
 rc=$?
 rows "$tmp/tuned" > "$tmp/tuned.rows" 2>/dev/null
 "$derive" "$tmp/tune.csv" 2>>"$tmp/out" | grep -v '^#' > "$tmp/rederived.rows"
 [ $rc = 0 ] && [ -s "$tmp/tuned.rows" ] && cmp -s "$tmp/tuned.rows" "$tmp/rederived.rows" && ! grep -q FAILED "$tmp/out"
-tap_result $? "har-bench --tune, 2 ranks, 4 B to 256 KiB: checked, and its table is derive-tuning's" "$tmp/out"
+tap_result $? "har-bench --tuning, 2 ranks, 4 B to 256 KiB: checked, and its table is derive-tuning's" "$tmp/out"
 prev=0
 while read -r memory local nodes max algo; do
     if [ "$max" = inf ]; then count=$((prev / 4 + 1)); else count=$((max / 4)); fi
