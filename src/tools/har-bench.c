@@ -168,6 +168,11 @@ static int one_call(const cand_t *c, void *buf, size_t n)
         from_buf(host_stage, buf, n * opt.type->size);
         rc = PMPI_Allreduce(MPI_IN_PLACE, host_stage, count, opt.type->type, opt.op, MPI_COMM_WORLD);
         to_buf(buf, host_stage, n * opt.type->size);
+#ifdef HAR_BENCH_CUDA
+        /* A copy from pageable memory may still be landing: it is this
+         * candidate's cost, not the next one's. */
+        cudaDeviceSynchronize();
+#endif
         return rc;
     case RUN_NCCL:
     case RUN_NCCL_RING_LL:
@@ -345,7 +350,7 @@ static void write_table(const size_t *sizes, const int *winner, int nsizes)
     char when[32];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     fprintf(f, "# har tuning table, written by har-bench --tuning on %s (har %s)\n", when, har_version());
-    fprintf(f, "# %d ranks, %d per node, %d node(s), %s %s, %s buffers; per size the fastest median\n", nranks,
+    fprintf(f, "# %d ranks, %d per node, %d node(s), %s %s, %s buffers; winners by the rule of pick_winners\n", nranks,
             local_size, nnodes, opt.type->name, opt.op_name, opt.device ? "device" : "host");
     fprintf(f, "# memory ranks_per_node nodes up_to_bytes algo\n");
     for (int k = 0; k < nsizes; k++) {
