@@ -19,8 +19,8 @@
  * scripts/derive-tuning applies to the CSV too.
  *
  * Every timed call starts after a barrier, so that one candidate's skew
- * between ranks does not land on the next; its time is the maximum over
- * ranks. The table gives medians, ratios and bus bandwidth (algorithm
+ * between ranks does not land on the next, and the order of candidates
+ * rotates; a call's time is the maximum over ranks. The table gives medians, ratios and bus bandwidth (algorithm
  * bandwidth x 2(n-1)/n); the CSV adds 10th/90th percentiles. */
 #include <math.h>
 #include <stdio.h>
@@ -439,10 +439,13 @@ int main(int argc, char **argv)
             all_ok &= ok[c];
             if (timed[c]) t[c] = calloc((size_t)iters, sizeof(double));
         }
-        /* Interleaved: each candidate in turn, on the same rotating buffers.
+        /* Interleaved: each candidate in turn, on the same rotating buffers,
+         * starting with a different one each iteration so that none always
+         * follows a slow one (a long staged call lets the GPU's clocks drop).
          * The data grow by repeated sums here; only timing matters now. */
         for (int it = -opt.warmup; it < iters; it++)
-            for (int c = 0; c < ncands; c++) {
+            for (int k = 0; k < ncands; k++) {
+                int c = (it + opt.warmup + k) % ncands;
                 if (!timed[c]) continue;
                 void *buf = bufs[(it + opt.warmup) % opt.buffers];
                 PMPI_Barrier(MPI_COMM_WORLD);
