@@ -57,7 +57,7 @@ static void state_free(har_state_t *st)
         har_seg_wait_all(&st->seg, st->seg.my_epoch, &ctx);
     }
     release_segment(st);
-    har_devseg_destroy(st->dev, st->usable && !st->failed);
+    har_devseg_destroy(st->dev);
     free(st->scratch);
     pthread_mutex_lock(&lock);
     MPI_Comm internal[3] = {st->node_comm, st->rail_comm, st->leader_comm};

@@ -22,7 +22,7 @@ static const har_var_desc_t vars[] = {
 #define NVARS (sizeof vars / sizeof vars[0])
 
 /* Field i of har_cfg, in table order (all fields have the same layout). */
-typedef struct { long long i; double d; char s[64]; const char *source; } har_value_t;
+typedef struct { long long i; double d; char s[HAR_VAR_TEXT]; const char *source; } har_value_t;
 static har_value_t *value_at(size_t i) { return &((har_value_t *)&har_cfg)[i]; }
 
 static void env_name(const char *field, char *out, size_t len)
@@ -169,6 +169,7 @@ void har_algo_cfg_local(har_algo_cfg_t *a)
     a->one_shot_max = har_cfg.one_shot_max.i;
     a->device_slot_bytes = har_cfg.device_slot_bytes.i < (1 << 20) ? (1 << 20) : har_cfg.device_slot_bytes.i;
     a->device_one_shot_max = har_cfg.device_one_shot_max.i;
+    a->nccl_min_bytes = har_cfg.nccl_min_bytes.i;
     a->timeout = har_cfg.timeout.d;
     a->inter_mpi = strcmp(har_cfg.inter.s, "mpi") == 0;
     int algo = har_algo_from_name(har_cfg.algo.s);

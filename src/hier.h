@@ -30,7 +30,8 @@ typedef struct {
 /* What serves a call of `bytes`. `device`: every local rank has device
  * buffers and the kernels can serve them; `avail`: HAR_ALGO_BITs of what
  * else can (two-shot always can); `forced`: HAR_ALGO or har_set_algo.
- * Order: forced, tuning table, then the one-shot thresholds. */
+ * Order: forced, tuning table, then the thresholds (NCCL from
+ * HAR_NCCL_MIN_BYTES, else one-shot up to the one-shot maximum). */
 HAR_HIDDEN har_choice_t har_choose(size_t bytes, int local_size, int nnodes, int device, unsigned avail, int forced,
                                    const har_algo_cfg_t *cfg);
 /* Elements per pass through a slot of `slot_bytes`: whole 64-byte units. */

@@ -56,6 +56,8 @@ typedef enum { HAR_T_BOOL, HAR_T_INT, HAR_T_SIZE, HAR_T_SECONDS, HAR_T_STR } har
       "builtin (the shipped table), none (thresholds only), or a table file written by har-bench --tuning") \
     X(nccl, HAR_T_STR, "libnccl.so.2", 0,                                           \
       "NCCL library loaded at run time for device buffers on one node (a name or a path); 0: never") \
+    X(nccl_min_bytes, HAR_T_SIZE, "64M", 1,                                         \
+      "where no tuning-table row fits, device messages of at least this size go to NCCL (when it loads); 0: never") \
     X(reduce_threads, HAR_T_INT, "0", 0,                                            \
       "threads per rank for large host reductions; 0: the rank's cores, at most 4") \
     X(inter, HAR_T_STR, "ring", 1,                                                  \
@@ -77,9 +79,10 @@ typedef enum { HAR_T_BOOL, HAR_T_INT, HAR_T_SIZE, HAR_T_SECONDS, HAR_T_STR } har
     X(test_mpis, HAR_T_STR, "openmpi mpich", 0,                                     \
       "test suite only: the MPIs scripts/test builds and tests against")
 
+#define HAR_VAR_TEXT 1024  /* room for a path (HAR_TUNING, HAR_NCCL) */
 typedef struct {
 #define HAR_VAR_FIELD(name, type, def, algo, doc) \
-    struct { long long i; double d; char s[64]; const char *source; } name;
+    struct { long long i; double d; char s[HAR_VAR_TEXT]; const char *source; } name;
     HAR_VAR_LIST(HAR_VAR_FIELD)
 #undef HAR_VAR_FIELD
 } har_config_t;
@@ -128,7 +131,7 @@ HAR_HIDDEN extern const char har_tune_builtin[];
 /* The algorithm settings a communicator plans with (rank 0's, broadcast). */
 typedef struct {
     long long node_size, min_bytes, max_bytes, slot_bytes, one_shot_max;
-    long long device_slot_bytes, device_one_shot_max;
+    long long device_slot_bytes, device_one_shot_max, nccl_min_bytes;
     double timeout;
     int inter_mpi, algo, ntune;
     har_tune_row_t tune[HAR_TUNE_MAX_ROWS];

@@ -22,7 +22,6 @@ typedef struct {
     har_ncclResult_t (*get_unique_id)(har_ncclUniqueId *);
     har_ncclResult_t (*comm_init_rank)(har_ncclComm_t *, int nranks, har_ncclUniqueId, int rank);
     har_ncclResult_t (*all_reduce)(const void *, void *, size_t, int dtype, int op, har_ncclComm_t, void *stream);
-    har_ncclResult_t (*comm_destroy)(har_ncclComm_t);
     har_ncclResult_t (*comm_abort)(har_ncclComm_t);
     har_ncclResult_t (*comm_get_async_error)(har_ncclComm_t, har_ncclResult_t *);
     const char *(*get_error_string)(har_ncclResult_t);
@@ -46,15 +45,14 @@ static inline int har_nccl_load(har_nccl_api_t *api, const char *library, char *
     *(void **)&api->get_unique_id = dlsym(lib, "ncclGetUniqueId");
     *(void **)&api->comm_init_rank = dlsym(lib, "ncclCommInitRank");
     *(void **)&api->all_reduce = dlsym(lib, "ncclAllReduce");
-    *(void **)&api->comm_destroy = dlsym(lib, "ncclCommDestroy");
     *(void **)&api->comm_abort = dlsym(lib, "ncclCommAbort");
     *(void **)&api->comm_get_async_error = dlsym(lib, "ncclCommGetAsyncError");
     *(void **)&api->get_error_string = dlsym(lib, "ncclGetErrorString");
     int version = 0;
     if (!api->get_version || !api->get_unique_id || !api->comm_init_rank || !api->all_reduce ||
-        !api->comm_destroy || !api->comm_abort || !api->comm_get_async_error || !api->get_error_string ||
+        !api->comm_abort || !api->comm_get_async_error || !api->get_error_string ||
         api->get_version(&version) != HAR_NCCL_SUCCESS) {
-        snprintf(why, why_len, "%s lacks the calls har needs", library);
+        snprintf(why, why_len, "%.200s lacks the calls har needs", library);
         dlclose(lib);
         memset(api, 0, sizeof *api);
         return -1;

@@ -26,7 +26,12 @@ har_choice_t har_choose(size_t bytes, int local_size, int nnodes, int device, un
     }
     if (ch.algo == HAR_ALGO_AUTO) {
         long long max = device ? cfg->device_one_shot_max : cfg->one_shot_max;
-        ch.algo = (avail & HAR_ALGO_BIT(ONE_SHOT)) && bytes <= (size_t)max ? HAR_ALGO_ONE_SHOT : HAR_ALGO_TWO_SHOT;
+        if ((avail & HAR_ALGO_BIT(NCCL)) && cfg->nccl_min_bytes > 0 && bytes >= (size_t)cfg->nccl_min_bytes)
+            ch.algo = HAR_ALGO_NCCL;  /* NCCL's bandwidth beat the kernels' from 32 MiB on 2 H200s */
+        else if ((avail & HAR_ALGO_BIT(ONE_SHOT)) && bytes <= (size_t)max)
+            ch.algo = HAR_ALGO_ONE_SHOT;
+        else
+            ch.algo = HAR_ALGO_TWO_SHOT;
     }
     /* Device buffers through the host segment shoot as host buffers do. */
     ch.one_shot = ch.algo == HAR_ALGO_ONE_SHOT ||

@@ -60,12 +60,14 @@ static int cuda_ok(cudaError_t e, const char *what)
     return 0;
 }
 
-void har_devseg_destroy(har_devseg_t *d, int healthy)
+void har_devseg_destroy(har_devseg_t *d)
 {
     if (!d) return;
-    /* ncclCommDestroy finishes with the peers; after a failure they may be
-     * gone, and only abort is safe. */
-    if (d->nccl) (healthy ? nccl.api.comm_destroy : nccl.api.comm_abort)(d->nccl);
+    /* Every call has completed on har's stream, so nothing is in flight:
+     * abort is then a local teardown, where ncclCommDestroy may wait for the
+     * peers (gone after a failure, or freeing communicators in another
+     * order at MPI_Finalize). */
+    if (d->nccl) nccl.api.comm_abort(d->nccl);
     for (int r = 0; r < d->nranks; r++)
         if (d->peer[r] && r != d->me) cudaIpcCloseMemHandle(d->peer[r]);
     if (d->base) cudaFree(d->base);
@@ -190,7 +192,7 @@ har_devseg_t *har_devseg_create(MPI_Comm node, size_t slot_bytes)
     if (!ok) {
         if (me == 0) HAR_LOG(HAR_LOG_INFO, "CUDA IPC between this node's GPUs is not usable: device "
                              "buffers go through the host segment");
-        har_devseg_destroy(d, 0);
+        har_devseg_destroy(d);
         return NULL;
     }
     HAR_LOG(HAR_LOG_DEBUG, "CUDA IPC segment: %d local ranks, GPU %d, %zu bytes per rank", nranks, d->device,

@@ -28,8 +28,7 @@ typedef struct {
 /* Collective on the node communicator; NULL on every rank unless IPC works
  * between all of them. */
 HAR_HIDDEN har_devseg_t *har_devseg_create(MPI_Comm node, size_t slot_bytes);
-/* No MPI calls. `healthy`: no call failed, every peer is tearing down too. */
-HAR_HIDDEN void har_devseg_destroy(har_devseg_t *d, int healthy);
+HAR_HIDDEN void har_devseg_destroy(har_devseg_t *d);  /* no MPI calls */
 /* Is the calling thread's current GPU the one the segment was made on? */
 HAR_HIDDEN int har_devseg_current(const har_devseg_t *d);
 HAR_HIDDEN int har_devseg_allreduce(har_devseg_t *d, const har_dev_call_t *call);
@@ -47,7 +46,7 @@ static inline har_devseg_t *har_devseg_create(MPI_Comm node, size_t slot_bytes)
     (void)node; (void)slot_bytes;
     return NULL;
 }
-static inline void har_devseg_destroy(har_devseg_t *d, int healthy) { (void)d; (void)healthy; }
+static inline void har_devseg_destroy(har_devseg_t *d) { (void)d; }
 static inline int har_devseg_current(const har_devseg_t *d) { (void)d; return 0; }
 static inline int har_devseg_allreduce(har_devseg_t *d, const har_dev_call_t *call)
 {

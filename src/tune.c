@@ -29,8 +29,9 @@ static int parse_line(const char *line, har_tune_row_t *row)
     char memory[16], max[32], algo[32];
     long local, nodes;
     int used = 0;
-    line += strspn(line, " \t");
+    line += strspn(line, " \t\r");
     if (*line == '#' || *line == '\0') return 0;
+    /* %n after a space skips trailing blanks, \r of a CRLF file included */
     if (sscanf(line, "%15s %ld %ld %31s %31s %n", memory, &local, &nodes, max, algo, &used) != 5 || line[used])
         return -1;
     int a = har_algo_from_name(algo);
@@ -91,7 +92,7 @@ static struct {
     pthread_once_t once;
     har_tune_row_t rows[HAR_TUNE_MAX_ROWS];
     int n;
-    char source[80];
+    char source[HAR_VAR_TEXT];
 } active = {PTHREAD_ONCE_INIT, {{0}}, 0, ""};
 
 static char *read_file(const char *path)

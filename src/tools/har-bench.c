@@ -193,22 +193,24 @@ static void add_cand(const char *name, run_t run, unsigned must_serve)
 }
 
 #ifdef HAR_BENCH_CUDA
-/* One NCCL communicator over the world; with ring_ll, NCCL reads
- * NCCL_ALGO/NCCL_PROTO while it is made (its tuning), so they are set just
- * for that. 0 or -1, the same on every rank. */
-static int nccl_comm(har_ncclComm_t *comm, int ring_ll)
+/* One NCCL communicator over the world, or NULL on every rank. With
+ * ring_ll, NCCL reads NCCL_ALGO/NCCL_PROTO while it is made (its tuning),
+ * so they are set just for that; nccl_setup makes this one first, before
+ * any NCCL thread exists that could read the environment meanwhile. */
+static har_ncclComm_t nccl_comm(int ring_ll)
 {
     struct { har_ncclUniqueId id; int ok; } id = {{{0}}, 1};
     if (rank == 0) id.ok = nccl.api.get_unique_id(&id.id) == 0;
     MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-    if (!id.ok) return -1;
+    if (!id.ok) return NULL;
     char *algo = getenv("NCCL_ALGO"), *proto = getenv("NCCL_PROTO");
     char *saved_algo = algo ? strdup(algo) : NULL, *saved_proto = proto ? strdup(proto) : NULL;
     if (ring_ll) {
         setenv("NCCL_ALGO", "Ring", 1);
         setenv("NCCL_PROTO", "LL", 1);
     }
-    int ok = nccl.api.comm_init_rank(comm, nranks, id.id, rank) == 0;
+    har_ncclComm_t comm = NULL;
+    int ok = nccl.api.comm_init_rank(&comm, nranks, id.id, rank) == 0;
     if (ring_ll) {
         if (saved_algo) setenv("NCCL_ALGO", saved_algo, 1); else unsetenv("NCCL_ALGO");
         if (saved_proto) setenv("NCCL_PROTO", saved_proto, 1); else unsetenv("NCCL_PROTO");
@@ -216,7 +218,11 @@ static int nccl_comm(har_ncclComm_t *comm, int ring_ll)
     free(saved_algo);
     free(saved_proto);
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return ok ? 0 : -1;
+    if (!ok && comm) {
+        nccl.api.comm_abort(comm);  /* made here, but not on every rank */
+        comm = NULL;
+    }
+    return ok ? comm : NULL;
 }
 
 /* NCCL beside har, when every rank can load it. */
@@ -224,18 +230,18 @@ static void nccl_setup(void)
 {
     const char *lib = getenv("HAR_NCCL") ? getenv("HAR_NCCL") : "libnccl.so.2";
     char why[256] = "";
-    int ok = strcmp(lib, "0") != 0 && har_nccl_load(&nccl.api, lib, why, sizeof why) == 0;
+    int ok = strcmp(lib, "0") != 0 && har_nccl_load(&nccl.api, lib, why, sizeof why) == 0 &&
+             cudaStreamCreate(&nccl.stream) == cudaSuccess;
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (ok) ok = cudaStreamCreate(&nccl.stream) == cudaSuccess;
-    if (ok && nccl_comm(&nccl.comm, 0) == 0) {
-        add_cand("nccl", RUN_NCCL, 0);
-        if (nccl_comm(&nccl.ring_ll, 1) == 0) add_cand("nccl_ring_ll", RUN_NCCL_RING_LL, 0);
-        if (rank == 0)
-            printf("# NCCL %d.%d.%d from %s\n", nccl.api.version / 10000, nccl.api.version / 100 % 100,
-                   nccl.api.version % 100, lib);
-    } else if (rank == 0) {
+    if (ok) nccl.ring_ll = nccl_comm(1);
+    if (ok) nccl.comm = nccl_comm(0);
+    if (nccl.comm) add_cand("nccl", RUN_NCCL, 0);
+    if (nccl.comm && nccl.ring_ll) add_cand("nccl_ring_ll", RUN_NCCL_RING_LL, 0);
+    if (rank == 0 && nccl.comm)
+        printf("# NCCL %d.%d.%d from %s\n", nccl.api.version / 10000, nccl.api.version / 100 % 100,
+               nccl.api.version % 100, lib);
+    else if (rank == 0)
         printf("# NCCL not measured: %s\n", why[0] ? why : "it could not be set up on every rank");
-    }
 }
 #endif
 
@@ -300,6 +306,10 @@ static void node_shape(void)
     const char *pretend = getenv("HAR_NODE_SIZE");
     if (pretend && atoi(pretend) > 0 && atoi(pretend) < local_size) local_size = atoi(pretend);
     nnodes = nranks / local_size;
+    int sizes[2] = {-local_size, local_size};  /* min and max in one call */
+    MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (opt.tune && (-sizes[0] != sizes[1] || nranks % local_size))
+        die("--tuning needs nodes of equal size: a table row names one ranks-per-node count");
 #ifdef HAR_BENCH_CUDA
     if (opt.device) {
         int local, ndev = 0;
@@ -506,8 +516,9 @@ int main(int argc, char **argv)
         write_table(sizes, winner, nsizes);
     }
 #ifdef HAR_BENCH_CUDA
-    if (nccl.comm) nccl.api.comm_destroy(nccl.comm);
-    if (nccl.ring_ll) nccl.api.comm_destroy(nccl.ring_ll);
+    /* Idle, so abort is a local teardown (destroy may wait for the peers). */
+    if (nccl.comm) nccl.api.comm_abort(nccl.comm);
+    if (nccl.ring_ll) nccl.api.comm_abort(nccl.ring_ll);
 #endif
     for (int b = 0; b < opt.buffers; b++) buf_free(bufs[b]);
     free(bufs); free(host); free(host_stage);

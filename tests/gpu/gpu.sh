@@ -68,9 +68,11 @@ check_fails "HAR_TEST_CORRUPT on device buffers is caught" "FAIL rank 1" \
     env $share HAR_TEST_CORRUPT=1:3 $mpi 2 "$prog" --device --counts 7 --sample 20 --seed $seed --no-forwarded
 # NCCL (HAR_NCCL names the library; har-info says whether it loads).
 ncclops="--types float,double,int,unsigned,long,unsigned_long,int32,uint32,int64,uint64 --ops sum,prod,min,max"
+have_nccl=0
+$mpi 1 "$top_builddir/har-info" 2>&1 | grep -q "NCCL: [0-9]" && have_nccl=1
 if [ "$ngpu" -lt 2 ]; then
     tap_skip "NCCL tests" "NCCL refuses two ranks on one GPU: needs 2 GPUs"
-elif ! $mpi 1 "$top_builddir/har-info" 2>&1 | grep -q "NCCL: [0-9]"; then
+elif [ $have_nccl = 0 ]; then
     tap_skip "NCCL tests" "NCCL not loadable (set HAR_NCCL to its path)"
 else
     check "2 ranks, HAR_ALGO=nccl: NCCL serves every type and op it has (two communicators each)" \
@@ -79,8 +81,15 @@ else
         env HAR_ALGO=nccl $mpi 2 "$prog" --device --counts 7,65537 --types int,uint64 --ops band,bor,bxor,land,lor,lxor --no-forwarded --expect ipc
     check "2 ranks, HAR_ALGO=nccl, HAR_NCCL=/nonexistent: kernels serve instead" \
         env HAR_ALGO=nccl HAR_NCCL=/nonexistent/libnccl.so.2 $mpi 2 "$prog" --device --counts 7,65537 --types float,int64 --ops sum,max --no-forwarded --expect ipc
+    check "2 ranks, HAR_ALGO=nccl, NCCL missing on rank 1 only: the node agrees, kernels serve" \
+        env HAR_ALGO=nccl $mpi 2 sh -c '[ "${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}" = 1 ] && export HAR_NCCL=/nonexistent/libnccl.so.2; exec "$0" "$@"' \
+        "$prog" --device --counts 7,65537 --types float --ops sum --comms 2 --no-forwarded --expect ipc
     check "3 ranks sharing GPUs, HAR_IPC_SHARED_GPU=1, HAR_ALGO=nccl: not a candidate, kernels" \
         env HAR_IPC_SHARED_GPU=1 HAR_ALGO=nccl $mpi 3 "$prog" --device --counts 7,65537 --types float --ops sum --comms 1 --no-forwarded --expect ipc
+    check "2 ranks, no table, HAR_NCCL_MIN_BYTES=1M: NCCL from 1 MiB, the kernels below" \
+        env HAR_NCCL_MIN_BYTES=1M $mpi 2 "$prog" --device --counts 262144,300001 --types float,int64 --ops sum,max --no-forwarded --expect nccl
+    check "2 ranks, no table, HAR_NCCL_MIN_BYTES=1M: 1000 floats on the kernels" \
+        env HAR_NCCL_MIN_BYTES=1M $mpi 2 "$prog" --device --counts 1000,65537 --types float,int64 --ops sum,max --no-forwarded --expect ipc
     iters_nccl=20000
     check "stress, HAR_ALGO=nccl: $iters_nccl calls, random sizes and delays, every result checked" \
         env HAR_ALGO=nccl HAR_REQUIRE_PATH=nccl $mpi 2 "$stress" --iters $iters_nccl --seed $seed --expect nccl
@@ -97,12 +106,20 @@ else
         case "$algo" in
         one_shot | two_shot) want="ipc,$algo" ;; mpi) want=staged ;; *) want="$algo" ;;
         esac
+        if [ "$algo" = nccl ] && [ $have_nccl = 0 ]; then
+            tap_skip "shipped table row '$local $nodes $max $algo'" "NCCL not loadable"
+            continue
+        fi
         check "shipped table row '$local $nodes $max $algo': $count floats served by $want" \
             env HAR_TUNING=builtin $mpi "$ngpu" "$prog" --device --counts "$count" --types float --ops sum --comms 2 --no-forwarded --expect "$want" < /dev/null
         [ "$max" = inf ] || prev=$max
     done <<ROWS
 $rows
 ROWS
+fi
+if [ -n "$rows" ]; then
+    check "stress with the shipped table: 20000 calls switching between its paths by size, every result checked" \
+        env HAR_TUNING=builtin $mpi "$ngpu" "$stress" --iters 20000 --seed $seed
 fi
 iters=100000; [ $big = 1 ] || iters=3000
 check "stress: $iters calls, random sizes and delays, every result checked" \

@@ -4,8 +4,9 @@
  * layout must tile [0, n) exactly, keep shards apart by whole 64-byte units
  * (two writers never share a cache line) and stay balanced.
  * har_choose: a forced algorithm where it can serve, else the tuning table's
- * row where one fits and can serve, else one-shot exactly for small messages
- * on one node with peers; har_tune_parse: good tables and each kind of bad
+ * row where one fits and can serve, else NCCL from HAR_NCCL_MIN_BYTES where
+ * it is on offer, else one-shot exactly for small messages on one node with
+ * peers; har_tune_parse: good tables and each kind of bad
  * line; har_chunk_elems: chunks that fill a slot with whole units.
  *
  * Usage: test_plan [SEED]. Exit 0 on success, 1 on failure. */
@@ -69,9 +70,12 @@ static void check_chunk(size_t slot, size_t elem)
  * one-shot exactly for small messages on one node with peers. */
 static void check_choice(size_t bytes, int local, int nnodes, int device, const har_algo_cfg_t *cfg)
 {
+    har_choice_t ch0;
     int one_node = nnodes == 1 && local > 1;
     long long max = device ? cfg->device_one_shot_max : cfg->one_shot_max;
     har_algo_t thresholds = one_node && bytes <= (size_t)max ? HAR_ALGO_ONE_SHOT : HAR_ALGO_TWO_SHOT;
+    if (device && one_node && cfg->nccl_min_bytes > 0 && bytes >= (size_t)cfg->nccl_min_bytes)
+        thresholds = HAR_ALGO_NCCL;
     for (int forced = HAR_ALGO_AUTO; forced < HAR_ALGO_COUNT; forced++) {
         har_choice_t ch = har_choose(bytes, local, nnodes, device, ALL_ALGOS, forced, cfg);
         int can = forced == HAR_ALGO_TWO_SHOT || forced == HAR_ALGO_MPI ||
@@ -85,6 +89,9 @@ static void check_choice(size_t bytes, int local, int nnodes, int device, const 
         CHECK(ch.one_shot == one, "bytes=%zu local=%d nodes=%d device=%d forced %s: one_shot=%d", bytes, local,
               nnodes, device, har_algo_name(forced), ch.one_shot);
     }
+    /* Without NCCL on offer, the thresholds never pick it. */
+    ch0 = har_choose(bytes, local, nnodes, device, ALL_ALGOS & ~HAR_ALGO_BIT(NCCL), HAR_ALGO_AUTO, cfg);
+    CHECK(ch0.algo != HAR_ALGO_NCCL, "bytes=%zu: NCCL chosen though not offered", bytes);
     /* Nothing offered: two-shot serves every call. */
     har_choice_t ch = har_choose(bytes, local, nnodes, device, 0, HAR_ALGO_NCCL, cfg);
     CHECK(ch.algo == HAR_ALGO_TWO_SHOT && !ch.one_shot, "bytes=%zu: %s when nothing was offered", bytes,
@@ -97,7 +104,8 @@ static void sweep_choice(const har_algo_cfg_t *cfg)
     static const int locals[] = {1, 2, 3, 8}, nodes[] = {1, 2, 4};
     size_t sizes[] = {0, 1, 4, 64, 1000, 1u << 20, (size_t)INT_MAX * 8, (size_t)cfg->one_shot_max,
                       (size_t)cfg->one_shot_max + 1, (size_t)cfg->device_one_shot_max,
-                      (size_t)cfg->device_one_shot_max + 1};
+                      (size_t)cfg->device_one_shot_max + 1, (size_t)cfg->nccl_min_bytes,
+                      (size_t)cfg->nccl_min_bytes - 1};
     for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++)
         for (size_t l = 0; l < sizeof locals / sizeof locals[0]; l++)
             for (size_t k = 0; k < sizeof nodes / sizeof nodes[0]; k++)
@@ -191,10 +199,12 @@ int main(int argc, char **argv)
      * environment's HAR_* variables give (its table included). */
     static const long long shots[] = {0, 1, 64, 16384, 1ll << 30};
     for (size_t o = 0; o < sizeof shots / sizeof shots[0]; o++)
-        for (size_t d = 0; d < sizeof shots / sizeof shots[0]; d++) {
-            har_algo_cfg_t cfg = {.one_shot_max = shots[o], .device_one_shot_max = shots[d]};
-            sweep_choice(&cfg);
-        }
+        for (size_t d = 0; d < sizeof shots / sizeof shots[0]; d++)
+            for (size_t m = 0; m < sizeof shots / sizeof shots[0]; m++) {
+                har_algo_cfg_t cfg = {.one_shot_max = shots[o], .device_one_shot_max = shots[d],
+                                      .nccl_min_bytes = shots[m]};
+                sweep_choice(&cfg);
+            }
     check_table();
     har_config_load();
     har_algo_cfg_t env;
