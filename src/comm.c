@@ -493,7 +493,9 @@ int har_hier_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype typ
     if (bytes < (size_t)st->cfg.min_bytes || bytes > (size_t)st->cfg.max_bytes) return HAR_DECLINED;
 
     const char *in = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-    chunk_t c = {st, in, rbuf, (size_t)count, red.elem_size, red.fn, type, op, har_mem_kind(in), har_mem_kind(rbuf)};
+    har_mem_kind_t out_kind = har_mem_kind(rbuf);  /* one driver query per buffer, in place or not */
+    chunk_t c = {st, in, rbuf, (size_t)count, red.elem_size, red.fn, type, op,
+                 in == rbuf ? out_kind : har_mem_kind(in), out_kind};
     int rc = MPI_SUCCESS, all_device = 0;
     /* Leader mode keeps to the host segment: its leader carries the whole
      * vector, which the device kernels do not split that way. */
