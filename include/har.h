@@ -13,6 +13,7 @@
 #define HAR_H
 
 #include <mpi.h>
+#include "har_version.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,28 +21,26 @@ extern "C" {
 
 #define HAR_API __attribute__((visibility("default")))
 
-#define HAR_VERSION_MAJOR 0
-#define HAR_VERSION_MINOR 1
-#define HAR_VERSION_PATCH 0
-
+/* "MAJOR.MINOR.PATCH" of the library actually loaded. */
 HAR_API const char *har_version(void);
 
-/* The ways a call can be served. One call usually counts on several paths
- * (for example host_segment + two_shot + rails + ring); "seen" counts every
- * MPI_Allreduce that reached har. */
+/* The paths a call can take: one vocabulary for the counters, the tuning
+ * table, HAR_ALGO, HAR_REQUIRE_PATH and har-bench. A call counts on several
+ * (for example host_segment + two_shot + rails + ring). Exactly one engine
+ * serves each call: mpi, host_segment, ipc or nccl. */
 #define HAR_PATH_LIST(X)                                                        \
     X(SEEN, "seen", "every MPI_Allreduce that reached har")                    \
-    X(FORWARDED, "forwarded", "handed to the MPI's own MPI_Allreduce")         \
-    X(STAGED, "staged", "forwarded with device buffers staged through host")   \
-    X(HOST_SEGMENT, "host_segment", "reduced inside the node on host shared memory") \
-    X(IPC, "ipc", "reduced inside the node by GPU kernels over CUDA IPC")      \
+    X(MPI, "mpi", "engine: the MPI's own MPI_Allreduce")                       \
+    X(STAGED, "staged", "mpi with this rank's device buffers copied through host memory") \
+    X(HOST_SEGMENT, "host_segment", "engine: CPU reduction in a node segment of host shared memory") \
+    X(IPC, "ipc", "engine: GPU kernels over a CUDA IPC node segment")         \
+    X(NCCL, "nccl", "engine: NCCL on the node (loaded at run time)")          \
     X(ONE_SHOT, "one_shot", "every local rank reduced the whole vector")       \
     X(TWO_SHOT, "two_shot", "reduce-scatter of shards, then all-gather")       \
     X(RAILS, "rails", "nodes of equal size: local rank i carries shard i")     \
     X(LEADER, "leader", "nodes of unequal size: local rank 0 carries the node") \
     X(RING, "ring", "inter-node ring over MPI point-to-point")                  \
-    X(INTER_MPI, "inter_mpi", "inter-node step by the MPI's MPI_Allreduce")     \
-    X(NCCL, "nccl", "device buffers reduced by NCCL (loaded at run time)")
+    X(INTER_MPI, "inter_mpi", "inter-node step by the MPI's MPI_Allreduce")
 
 typedef enum {
 #define HAR_PATH_ENUM(id, name, doc) HAR_PATH_##id,
@@ -50,7 +49,7 @@ typedef enum {
     HAR_PATH_COUNT
 } har_path_t;
 
-/* "seen", "forwarded", ...; NULL for an unknown value. */
+/* "seen", "mpi", ...; NULL for an unknown value. */
 HAR_API const char *har_path_name(har_path_t path);
 /* The path of that name, or -1. */
 HAR_API int har_path_from_name(const char *name);
@@ -62,11 +61,12 @@ HAR_API void har_counters_reset(void);
 /* har's own error conditions. har_error_code() gives the MPI error code that
  * carries each (registered with MPI_Add_error_class at MPI_Init). */
 #define HAR_ERROR_LIST(X)                                                        \
-    X(PEER_DEAD, "har: a peer process on this node died during an all-reduce") \
+    X(PEER_DEAD, "har: a peer process of this communicator died during an all-reduce") \
     X(TIMEOUT, "har: a peer did not arrive within HAR_TIMEOUT")                \
-    X(PEER_FAILED, "har: a peer on this node reported a failure")              \
+    X(PEER_FAILED, "har: a peer of this communicator reported a failure")      \
     X(WRONG_PATH, "har: call not served by the path HAR_REQUIRE_PATH demands") \
-    X(CUDA, "har: a CUDA call failed while moving device memory")
+    X(CUDA, "har: a CUDA call failed while moving device memory")              \
+    X(INTERNAL, "har: an MPI call inside har failed, or memory ran out")
 
 typedef enum {
 #define HAR_ERROR_ENUM(id, msg) HAR_ERR_##id,
@@ -77,13 +77,21 @@ typedef enum {
 
 HAR_API int har_error_code(har_error_t err);
 
-/* Forces how later all-reduces in this process are served, as HAR_ALGO does:
- * "auto" (the tuning table, then thresholds), "one_shot", "two_shot",
- * "host_segment", "nccl" or "mpi"; a path that cannot serve a call leaves
- * it to "auto". Every rank must make the same call between the same two
- * all-reduces (har-bench --tune does). MPI_SUCCESS, or MPI_ERR_ARG for an
- * unknown name. */
-HAR_API int har_set_algo(const char *name);
+/* Forces how later all-reduces in this process are served, as HAR_ALGO does.
+ * A choice is "auto" (the tuning table, then thresholds) or path names
+ * joined by '+' that the call must show: "ipc+one_shot", "host_segment",
+ * "two_shot", "nccl", "mpi"... A choice no plan can meet leaves the call to
+ * "auto". Every rank must make the same call between the same two
+ * all-reduces (har-bench --tuning does). MPI_SUCCESS, or MPI_ERR_ARG for a
+ * choice that names something else. */
+HAR_API int har_set_algo(const char *choice);
+
+/* The machine class har keys tuning-table rows by, for this communicator's
+ * node: device buffers ("GPU_MODEL/link", link nvlink, pcie or none) or host
+ * buffers ("CPU_MODEL/cores per rank"). The device class is known after the
+ * first all-reduce on device buffers. MPI_SUCCESS, or MPI_ERR_OTHER when
+ * it is not known (yet). */
+HAR_API int har_machine_class(MPI_Comm comm, int device, char *buf, int len);
 
 /* The intercepted MPI_Allreduce, callable directly. */
 HAR_API int har_allreduce(const void *sendbuf, void *recvbuf, int count,

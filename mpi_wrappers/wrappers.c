@@ -1,6 +1,6 @@
 /* The MPI entry points har replaces. Each one calls the MPI's own PMPI_
  * version and har's internals; nothing else lives here. */
-#include "../src/internal.h"
+#include "entry.h"
 
 #define HAR_EXPORT __attribute__((visibility("default")))
 

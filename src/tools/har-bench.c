@@ -2,8 +2,9 @@
  * interleaved size by size on the same buffers.
  *
  *   har-bench [--min BYTES] [--max BYTES] [--type float|double|int|long]
- *             [--op sum|max|min|prod] [--device] [--iters N] [--warmup N]
- *             [--buffers K] [--check] [--csv FILE] [--quiet] [--tuning TABLE]
+ *             [--op sum|max|min|prod] [--device] [--cuda-first] [--iters N]
+ *             [--warmup N] [--buffers K] [--check] [--csv FILE] [--quiet]
+ *             [--tuning TABLE]
  *
  * Candidates: "har" (the intercepted MPI_Allreduce), "mpi" (the MPI's own
  * PMPI_Allreduce; device buffers are staged through host memory around it,
@@ -12,25 +13,35 @@
  * synchronised: the same blocking contract) and "nccl_ring_ll" (NCCL pinned
  * to the Ring algorithm and LL protocol).
  *
+ * Start-up order: by default the ranks agree on their node shape with a
+ * host all-reduce (through har) before they pick a GPU, as many
+ * applications do; with --cuda-first each rank picks its GPU before
+ * MPI_Init. The har_paths column prints the paths har's timed calls took,
+ * from its counters; har-bench's own bookkeeping goes to PMPI_Allreduce so
+ * that the counters at MPI_Finalize count measured calls only.
+ *
  * --tuning TABLE (the tuning run; not "--tune", which Open MPI's mpirun
- * takes for itself) times har's own paths instead: one_shot, two_shot,
- * host_segment, nccl, mpi, each forced with har_set_algo and checked to have
- * served. It writes the tuning table by the rule in pick_winners, which
- * scripts/derive-tuning applies to the CSV too.
+ * takes for itself) times har's own choices instead, each forced with
+ * har_set_algo and checked to have served: host_segment+one_shot,
+ * host_segment+two_shot, mpi, and with --device ipc+one_shot, ipc+two_shot
+ * and nccl. It writes the table by the rule of src/plan/derive.c, keyed by
+ * the machine class har reports.
  *
  * Every timed call starts after a barrier, so that one candidate's skew
  * between ranks does not land on the next, and the order of candidates
- * rotates; a call's time is the maximum over ranks. The table gives medians, ratios and bus bandwidth (algorithm
- * bandwidth x 2(n-1)/n); the CSV adds 10th/90th percentiles. */
+ * rotates; a call's time is the maximum over ranks. The table gives
+ * medians, ratios and bus bandwidth (algorithm bandwidth x 2(n-1)/n); the
+ * CSV adds 10th/90th percentiles. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "har.h"
+#include "core/config.h"
+#include "plan/derive.h"
 #ifdef HAR_BENCH_CUDA
 #include <cuda_runtime.h>
-#include "nccl_api.h"
+#include "nccl/nccl_api.h"
 #endif
 
 typedef struct { const char *name; MPI_Datatype type; size_t size; int nccl; } type_opt_t;
@@ -39,27 +50,34 @@ static const type_opt_t type_opts[] = {
 static const struct { const char *name; MPI_Op op; int nccl; } op_opts[] = {
     {"sum", MPI_SUM, 0}, {"max", MPI_MAX, 2}, {"min", MPI_MIN, 3}, {"prod", MPI_PROD, 1}};
 
-/* What each candidate runs; tuning candidates are har forced to one path. */
+/* What each candidate runs; tuning candidates are har forced to one choice. */
 typedef enum { RUN_HAR, RUN_MPI, RUN_NCCL, RUN_NCCL_RING_LL, RUN_FORCED } run_t;
 typedef struct {
     const char *name;
     run_t run;
-    unsigned must_serve;  /* forced: path bits (har.h) the call must show */
+    unsigned must_serve;  /* forced: the paths (har.h) every call must show */
     int active;           /* still timed (tuning drops clear losers) */
     int behind;           /* consecutive sizes at 4x the best or worse */
 } cand_t;
-#define MAX_CANDS 6
+#define MAX_CANDS 7
+#define MAX_SIZES 64
 static cand_t cands[MAX_CANDS];
 static int ncands;
+
+static const char usage[] =
+    "usage: har-bench [--min BYTES] [--max BYTES] [--type float|double|int|long] [--op sum|max|min|prod]\n"
+    "                 [--device] [--cuda-first] [--iters N] [--warmup N] [--buffers K] [--check]\n"
+    "                 [--csv FILE] [--quiet] [--tuning TABLE]\n"
+    "Run it under mpirun; sizes are bytes, with K, M or G. See the README's Benchmark section.\n";
 
 static struct {
     size_t min_bytes, max_bytes;
     const type_opt_t *type;
     MPI_Op op;
     const char *op_name;
-    int op_nccl, device, iters, warmup, buffers, check, quiet;
+    int op_nccl, device, cuda_first, iters, warmup, buffers, check, quiet;
     const char *csv, *tune;
-} opt = {4, 64 << 20, &type_opts[0], MPI_SUM, "sum", 0, 0, 0, 5, 4, 0, 0, NULL, NULL};
+} opt = {4, 64 << 20, &type_opts[0], MPI_SUM, "sum", 0, 0, 0, 0, 5, 4, 0, 0, NULL, NULL};
 
 static int rank, nranks, local_size, nnodes;
 static char *host_stage;
@@ -187,9 +205,11 @@ static int one_call(const cand_t *c, void *buf, size_t n)
     return MPI_ERR_OTHER;
 }
 
-static void add_cand(const char *name, run_t run, unsigned must_serve)
+static void add_cand(const char *name, run_t run)
 {
-    cands[ncands++] = (cand_t){name, run, must_serve, 1, 0};
+    int ok = 1;
+    unsigned must = run == RUN_FORCED ? har_choice_parse(name, HAR_CHOICE_NAMES, &ok) : 0;
+    cands[ncands++] = (cand_t){name, run, must, 1, 0};
 }
 
 #ifdef HAR_BENCH_CUDA
@@ -217,7 +237,7 @@ static har_ncclComm_t nccl_comm(int ring_ll)
     }
     free(saved_algo);
     free(saved_proto);
-    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!ok && comm) {
         nccl.api.comm_abort(comm);  /* made here, but not on every rank */
         comm = NULL;
@@ -232,16 +252,28 @@ static void nccl_setup(void)
     char why[256] = "";
     int ok = strcmp(lib, "0") != 0 && har_nccl_load(&nccl.api, lib, why, sizeof why) == 0 &&
              cudaStreamCreate(&nccl.stream) == cudaSuccess;
-    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (ok) nccl.ring_ll = nccl_comm(1);
     if (ok) nccl.comm = nccl_comm(0);
-    if (nccl.comm) add_cand("nccl", RUN_NCCL, 0);
-    if (nccl.comm && nccl.ring_ll) add_cand("nccl_ring_ll", RUN_NCCL_RING_LL, 0);
+    if (nccl.comm) add_cand("nccl", RUN_NCCL);
+    if (nccl.comm && nccl.ring_ll) add_cand("nccl_ring_ll", RUN_NCCL_RING_LL);
     if (rank == 0 && nccl.comm)
         printf("# NCCL %d.%d.%d from %s\n", nccl.api.version / 10000, nccl.api.version / 100 % 100,
                nccl.api.version % 100, lib);
     else if (rank == 0)
         printf("# NCCL not measured: %s\n", why[0] ? why : "it could not be set up on every rank");
+}
+
+/* The GPU of this rank's local rank, before MPI exists: from the launcher. */
+static void cuda_first(void)
+{
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    if (!local) local = getenv("MPI_LOCALRANKID");
+    if (!local) local = getenv("SLURM_LOCALID");
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) return;  /* node_shape says so later */
+    cudaSetDevice((local ? atoi(local) : 0) % ndev);
+    cudaFree(0);  /* the context, now */
 }
 #endif
 
@@ -251,22 +283,30 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static size_t parse_bytes(const char *s)
+static int parse_bytes(const char *s, size_t *out)
 {
     char *end;
     double v = strtod(s, &end);
-    if (*end == 'K' || *end == 'k') v *= 1024;
-    else if (*end == 'M' || *end == 'm') v *= 1024 * 1024;
-    else if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024 * 1024;
-    return (size_t)v;
+    if (end == s || v < 1) return 0;
+    if (*end == 'K' || *end == 'k') v *= 1024, end++;
+    else if (*end == 'M' || *end == 'm') v *= 1024 * 1024, end++;
+    else if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024 * 1024, end++;
+    *out = (size_t)v;
+    return *end == '\0';
 }
 
+/* Before MPI_Init: --help and mistakes end here, without a launcher's banner. */
 static void parse_args(int argc, char **argv)
 {
     for (int a = 1; a < argc; a++) {
         const char *arg = argv[a], *val = a + 1 < argc ? argv[a + 1] : NULL;
-        if (!strcmp(arg, "--min") && val) opt.min_bytes = parse_bytes(argv[++a]);
-        else if (!strcmp(arg, "--max") && val) opt.max_bytes = parse_bytes(argv[++a]);
+        int ok = 1;
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+            fputs(usage, stdout);
+            exit(0);
+        }
+        if (!strcmp(arg, "--min") && val) ok = parse_bytes(argv[++a], &opt.min_bytes);
+        else if (!strcmp(arg, "--max") && val) ok = parse_bytes(argv[++a], &opt.max_bytes);
         else if (!strcmp(arg, "--iters") && val) opt.iters = atoi(argv[++a]);
         else if (!strcmp(arg, "--warmup") && val) opt.warmup = atoi(argv[++a]);
         else if (!strcmp(arg, "--buffers") && val) opt.buffers = atoi(argv[++a]);
@@ -275,11 +315,12 @@ static void parse_args(int argc, char **argv)
         else if (!strcmp(arg, "--check")) opt.check = 1;
         else if (!strcmp(arg, "--quiet")) opt.quiet = 1;
         else if (!strcmp(arg, "--device")) opt.device = 1;
+        else if (!strcmp(arg, "--cuda-first")) opt.cuda_first = opt.device = 1;
         else if (!strcmp(arg, "--type") && val) {
             opt.type = NULL;
             for (size_t t = 0; t < sizeof type_opts / sizeof *type_opts; t++)
                 if (!strcmp(val, type_opts[t].name)) opt.type = &type_opts[t];
-            if (!opt.type) die("unknown --type");
+            ok = opt.type != NULL;
             a++;
         } else if (!strcmp(arg, "--op") && val) {
             opt.op_name = NULL;
@@ -289,15 +330,21 @@ static void parse_args(int argc, char **argv)
                     opt.op_name = op_opts[o].name;
                     opt.op_nccl = op_opts[o].nccl;
                 }
-            if (!opt.op_name) die("unknown --op");
+            ok = opt.op_name != NULL;
             a++;
-        } else die("usage: har-bench [--min B] [--max B] [--type T] [--op O] [--device] [--iters N] "
-                   "[--warmup N] [--buffers K] [--check] [--csv FILE] [--quiet] [--tuning TABLE]");
+        } else ok = 0;
+        if (!ok) {
+            fprintf(stderr, "har-bench: bad argument %s%s%s\n%s", arg, val ? " " : "", val ? val : "", usage);
+            exit(2);
+        }
     }
     if (opt.buffers < 1) opt.buffers = 1;
+    if (opt.max_bytes < opt.min_bytes) opt.max_bytes = opt.min_bytes;
 }
 
-/* Ranks per node and nodes, as har sees them (HAR_NODE_SIZE splits nodes). */
+/* Ranks per node and nodes, as har sees them (HAR_NODE_SIZE splits nodes),
+ * agreed with a host all-reduce; then, unless --cuda-first picked it
+ * already, this rank's GPU. */
 static void node_shape(void)
 {
     MPI_Comm node;
@@ -310,8 +357,10 @@ static void node_shape(void)
     MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (opt.tune && (-sizes[0] != sizes[1] || nranks % local_size))
         die("--tuning needs nodes of equal size: a table row names one ranks-per-node count");
+    if (opt.tune && nnodes > 1 && pretend && atoi(pretend) > 0)
+        die("--tuning on pretend nodes (HAR_NODE_SIZE) would write rows for several nodes measured on one host");
 #ifdef HAR_BENCH_CUDA
-    if (opt.device) {
+    if (opt.device && !opt.cuda_first) {
         int local, ndev = 0;
         MPI_Comm_rank(node, &local);
         if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) die("--device: no GPU visible");
@@ -323,79 +372,66 @@ static void node_shape(void)
     MPI_Comm_free(&node);
 }
 
-static unsigned long long served_bits(const unsigned long long before[HAR_PATH_COUNT])
+static unsigned served_bits(const unsigned long long before[HAR_PATH_COUNT])
 {
-    unsigned long long now[HAR_PATH_COUNT], bits = 0;
+    unsigned long long now[HAR_PATH_COUNT];
+    unsigned bits = 0;
     har_counters(now);
-    for (int p = 0; p < HAR_PATH_COUNT; p++)
-        if (now[p] > before[p]) bits |= 1ull << p;
+    for (int p = 1; p < HAR_PATH_COUNT; p++)
+        if (now[p] > before[p]) bits |= 1u << p;
     return bits;
 }
 
-/* The tuning rule: at the first size the fastest candidate wins; at each
- * larger one the previous winner stays while its median is within 5% of
- * the fastest's (noise must not split the table into flickering rows), else
- * the fastest takes over. Failed or untimed candidates (median 0) never win.
- * scripts/derive-tuning implements the same rule. */
-static void pick_winners(double med[][MAX_CANDS], int nsizes, int *winner)
+/* Writes the tuning table of this run's shape and machine class. */
+static void write_table(const size_t *sizes, double med[][MAX_CANDS], double p90[][MAX_CANDS], int nsizes,
+                        const char *cls)
 {
-    int prev = -1;
-    for (int k = 0; k < nsizes; k++) {
-        int best = -1;
+    har_measure_t m[MAX_SIZES * MAX_CANDS];
+    har_tune_row_t shape = {0, (uint32_t)nnodes, (uint16_t)local_size, (uint8_t)opt.device, 0, ""}, rows[64];
+    int n = 0;
+    snprintf(shape.cls, sizeof shape.cls, "%s", cls);
+    for (int k = 0; k < nsizes; k++)
         for (int c = 0; c < ncands; c++)
-            if (med[k][c] > 0 && (best < 0 || med[k][c] < med[k][best])) best = c;
-        if (best >= 0 && prev >= 0 && med[k][prev] > 0 && med[k][prev] <= 1.05 * med[k][best]) best = prev;
-        winner[k] = best;
-        if (best >= 0) prev = best;
-    }
-}
-
-/* Writes the tuning table: runs of sizes with one winner merged, the last
- * run covering every larger size. */
-static void write_table(const size_t *sizes, const int *winner, int nsizes)
-{
+            if (med[k][c] > 0) m[n++] = (har_measure_t){sizes[k], cands[c].must_serve, med[k][c], p90[k][c], 1};
+    int nrows = har_tune_derive(m, n, &shape, rows, 64);
     FILE *f = fopen(opt.tune, "w");
     if (!f) die("cannot write the --tuning file");
     time_t now = time(NULL);
-    char when[32];
+    char when[32], text[256];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     fprintf(f, "# har tuning table, written by har-bench --tuning on %s (har %s)\n", when, har_version());
-    fprintf(f, "# %d ranks, %d per node, %d node(s), %s %s, %s buffers; winners by the rule of pick_winners\n", nranks,
+    fprintf(f, "# %d ranks, %d per node, %d node(s), %s %s, %s buffers; the rule of src/plan/derive.c\n", nranks,
             local_size, nnodes, opt.type->name, opt.op_name, opt.device ? "device" : "host");
-    fprintf(f, "# memory ranks_per_node nodes up_to_bytes algo\n");
-    for (int k = 0; k < nsizes; k++) {
-        if (winner[k] < 0) continue;
-        int next = k + 1;
-        while (next < nsizes && winner[next] < 0) next++;
-        if (next < nsizes && winner[next] == winner[k]) continue;
-        char max[32];
-        if (next < nsizes) snprintf(max, sizeof max, "%zu", sizes[k]);
-        else snprintf(max, sizeof max, "inf");
-        fprintf(f, "%s %d %d %s %s\n", opt.device ? "device" : "host", local_size, nnodes, max,
-                cands[winner[k]].name);
+    fprintf(f, "# memory class ranks_per_node nodes up_to_bytes choice\n");
+    for (int r = 0; r < nrows; r++) {
+        har_tune_format(&rows[r], text, sizeof text);
+        fprintf(f, "%s\n", text);
     }
     fclose(f);
 }
 
 int main(int argc, char **argv)
 {
+    parse_args(argc, argv);
+#ifdef HAR_BENCH_CUDA
+    if (opt.cuda_first) cuda_first();
+#endif
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    parse_args(argc, argv);
     node_shape();
     if (opt.tune) {
-        unsigned seg = opt.device ? 1u << HAR_PATH_IPC : 1u << HAR_PATH_HOST_SEGMENT;
-        if (nnodes == 1) add_cand("one_shot", RUN_FORCED, seg | 1u << HAR_PATH_ONE_SHOT);
-        add_cand("two_shot", RUN_FORCED, seg | 1u << HAR_PATH_TWO_SHOT);
-        if (opt.device && nnodes == 1) {
-            add_cand("host_segment", RUN_FORCED, 1u << HAR_PATH_HOST_SEGMENT);
-            add_cand("nccl", RUN_FORCED, 1u << HAR_PATH_NCCL);
+        if (nnodes == 1) add_cand("host_segment+one_shot", RUN_FORCED);
+        add_cand("host_segment+two_shot", RUN_FORCED);
+        if (opt.device) {
+            if (nnodes == 1) add_cand("ipc+one_shot", RUN_FORCED);
+            add_cand("ipc+two_shot", RUN_FORCED);
+            if (nnodes == 1) add_cand("nccl", RUN_FORCED);
         }
-        if (nnodes == 1) add_cand("mpi", RUN_FORCED, 1u << HAR_PATH_FORWARDED);
+        if (nnodes == 1) add_cand("mpi", RUN_FORCED);
     } else {
-        add_cand("har", RUN_HAR, 0);
-        add_cand("mpi", RUN_MPI, 0);
+        add_cand("har", RUN_HAR);
+        add_cand("mpi", RUN_MPI);
 #ifdef HAR_BENCH_CUDA
         if (opt.device) nccl_setup();
 #endif
@@ -408,32 +444,36 @@ int main(int argc, char **argv)
     for (int b = 0; b < opt.buffers; b++) bufs[b] = buf_alloc(max_n * opt.type->size);
     FILE *csv = NULL;
     if (opt.csv && rank == 0 && !(csv = fopen(opt.csv, "w"))) die("cannot write the CSV file");
-    if (csv) fprintf(csv, "bytes,candidate,ranks,ranks_per_node,nodes,buffers,type,op,median_us,p10_us,p90_us,"
-                          "algbw_GBs,busbw_GBs,checked\n");
+    if (csv) fprintf(csv, "bytes,candidate,ranks,ranks_per_node,nodes,buffers,class,type,op,median_us,p10_us,p90_us,"
+                          "algbw_GBs,busbw_GBs,paths,checked\n");
     if (rank == 0) {
-        printf("# har-bench%s: %d ranks (%d per node, %d node(s)), %s %s, %s buffers (rotating over %d), "
+        printf("# har-bench%s: %d ranks (%d per node, %d node(s)), %s %s, %s buffers (rotating over %d), %s, "
                "time = max over ranks per call, median us\n", opt.tune ? " --tuning" : "", nranks, local_size,
-               nnodes, opt.type->name, opt.op_name, opt.device ? "device" : "host", opt.buffers);
+               nnodes, opt.type->name, opt.op_name, opt.device ? "device" : "host", opt.buffers,
+               !opt.device ? "host memory" : opt.cuda_first ? "CUDA before MPI_Init" : "host all-reduce before CUDA");
         printf("%12s", "bytes");
-        for (int c = 0; c < ncands; c++) printf(" %12s", cands[c].name);
-        if (opt.tune) printf(" %12s\n", "fastest");
-        else printf(" %8s %9s %10s %s\n", "har/mpi", ncands > 2 ? "har/nccl" : "", "har_busbw", "checked");
+        for (int c = 0; c < ncands; c++) printf(" %*s", opt.tune ? 22 : 12, cands[c].name);
+        if (opt.tune) printf(" %22s\n", "fastest");
+        else printf(" %8s %9s %10s %-24s %s\n", "har/mpi", ncands > 2 ? "har/nccl" : "", "har_busbw", "har_paths",
+                    "checked");
         fflush(stdout);
     }
-    size_t sizes[64];
-    static double medians[64][MAX_CANDS];  /* per size; 0: failed or not timed */
-    int winner[64], nsizes = 0, all_ok = 1;
+    size_t sizes[MAX_SIZES];
+    static double medians[MAX_SIZES][MAX_CANDS], p90s[MAX_SIZES][MAX_CANDS];  /* 0: failed or not timed */
+    int nsizes = 0, all_ok = 1;
+    char cls[HAR_CLASS_LEN] = "?";
     double factor = nranks > 1 ? 2.0 * (nranks - 1) / nranks : 1.0;
-    for (size_t bytes = opt.min_bytes; bytes <= opt.max_bytes && nsizes < 64; bytes *= 2) {
+    for (size_t bytes = opt.min_bytes; bytes <= opt.max_bytes && nsizes < MAX_SIZES; bytes *= 2) {
         size_t n = bytes / opt.type->size;
         if (n == 0) continue;
         int iters = opt.iters ? opt.iters : (int)fmin(1000, fmax(10, 2e8 / (double)bytes));
         double *t[MAX_CANDS] = {0}, med[MAX_CANDS] = {0}, p10[MAX_CANDS] = {0}, p90[MAX_CANDS] = {0};
         int ok[MAX_CANDS] = {0}, timed[MAX_CANDS] = {0};
+        unsigned paths[MAX_CANDS] = {0}, mixed[MAX_CANDS] = {0};
         for (int c = 0; c < ncands; c++) {
             if (!cands[c].active) continue;
             /* Correctness first, outside the timing: fresh data, one call,
-             * check; a forced path must really have served it. */
+             * check; a forced choice must really have served it. */
             unsigned long long before[HAR_PATH_COUNT];
             har_counters(before);
             fill(host, n, rank);
@@ -443,9 +483,9 @@ int main(int argc, char **argv)
             from_buf(host, bufs[0], n * opt.type->size);
             if (opt.check) ok[c] = ok[c] && verify(host, n);
             int agreed[2] = {ok[c], served};
-            MPI_Allreduce(MPI_IN_PLACE, agreed, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+            PMPI_Allreduce(MPI_IN_PLACE, agreed, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
             ok[c] = agreed[0];
-            timed[c] = agreed[1];  /* a forced path that cannot serve this size is not timed */
+            timed[c] = agreed[1];  /* a forced choice that cannot serve this size is not timed */
             all_ok &= ok[c];
             if (timed[c]) t[c] = calloc((size_t)iters, sizeof(double));
         }
@@ -458,63 +498,80 @@ int main(int argc, char **argv)
                 int c = (it + opt.warmup + k) % ncands;
                 if (!timed[c]) continue;
                 void *buf = bufs[(it + opt.warmup) % opt.buffers];
+                unsigned long long before[HAR_PATH_COUNT];
+                har_counters(before);
                 PMPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
                 one_call(&cands[c], buf, n);
                 double dt = MPI_Wtime() - t0;
+                unsigned took = served_bits(before);
                 if (it >= 0) t[c][it] = dt;
+                if (it >= 0 && took) {
+                    mixed[c] |= paths[c] && paths[c] != took;
+                    paths[c] = took;
+                }
             }
+        /* har knows the class once it has served calls on these buffers. */
+        if (strcmp(cls, "?") == 0 && har_machine_class(MPI_COMM_WORLD, opt.device, cls, sizeof cls) != MPI_SUCCESS)
+            snprintf(cls, sizeof cls, "?");
         int best = -1;
         for (int c = 0; c < ncands; c++) {
             if (!timed[c]) continue;
-            MPI_Allreduce(MPI_IN_PLACE, t[c], iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            PMPI_Allreduce(MPI_IN_PLACE, t[c], iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
             qsort(t[c], (size_t)iters, sizeof(double), cmp_double);
-            /* Rounded as the CSV prints it: scripts/derive-tuning must pick
-             * the same winners from the CSV as --tuning does here. */
+            /* Rounded as the CSV prints it: har-info --derive-tuning must pick
+             * the same rows from the CSV as --tuning does here. */
             med[c] = round(t[c][iters / 2] * 1e9) / 1e3;
-            p10[c] = t[c][iters / 10] * 1e6;
-            p90[c] = t[c][iters * 9 / 10] * 1e6;
+            p10[c] = round(t[c][iters / 10] * 1e9) / 1e3;
+            p90[c] = round(t[c][iters * 9 / 10] * 1e9) / 1e3;
             free(t[c]);
             if (ok[c] && (best < 0 || med[c] < med[best])) best = c;
         }
-        /* --tuning: a path 4x slower than the best at two sizes in a row is not
-         * timed at larger ones (staging and the MPI only fall further behind). */
+        /* --tuning: a choice 4x slower than the best at two sizes in a row is
+         * not timed at larger ones (staging and the MPI only fall further behind). */
         for (int c = 0; opt.tune && best >= 0 && c < ncands; c++) {
             if (!timed[c]) continue;
             cands[c].behind = med[c] >= 4 * med[best] ? cands[c].behind + 1 : 0;
             if (cands[c].behind >= 2) cands[c].active = 0;
         }
-        for (int c = 0; c < ncands; c++) medians[nsizes][c] = timed[c] && ok[c] ? med[c] : 0;
+        for (int c = 0; c < ncands; c++) {
+            medians[nsizes][c] = timed[c] && ok[c] ? med[c] : 0;
+            p90s[nsizes][c] = p90[c];
+        }
         sizes[nsizes++] = n * opt.type->size;
         double real_bytes = (double)(n * opt.type->size);
         if (rank == 0) {
+            char took[MAX_CANDS][96];
+            for (int c = 0; c < ncands; c++) {
+                if (mixed[c]) snprintf(took[c], sizeof took[c], "mixed");
+                else if (paths[c]) har_choice_format(paths[c], took[c], sizeof took[c]);
+                else snprintf(took[c], sizeof took[c], "-");
+            }
             printf("%12zu", n * opt.type->size);
             for (int c = 0; c < ncands; c++)
-                if (timed[c]) printf(" %12.2f", med[c]);
-                else printf(" %12s", "-");
+                if (timed[c]) printf(" %*.2f", opt.tune ? 22 : 12, med[c]);
+                else printf(" %*s", opt.tune ? 22 : 12, "-");
             if (opt.tune) {
-                printf(" %12s%s\n", best >= 0 ? cands[best].name : "-", opt.check && !all_ok ? " FAILED" : "");
+                printf(" %22s%s\n", best >= 0 ? cands[best].name : "-", opt.check && !all_ok ? " FAILED" : "");
             } else {
                 char vs_nccl[16] = "";
                 if (ncands > 2 && timed[2]) snprintf(vs_nccl, sizeof vs_nccl, "%.2f", med[0] / med[2]);
-                printf(" %8.2f %9s %8.2fGB %s\n", med[0] / med[1], vs_nccl, real_bytes / med[0] * 1e-3 * factor,
-                       opt.check ? (ok[0] && ok[1] ? "yes" : "FAILED") : "no");
+                printf(" %8.2f %9s %8.2fGB %-24s %s\n", med[0] / med[1], vs_nccl, real_bytes / med[0] * 1e-3 * factor,
+                       took[0], opt.check ? (ok[0] && ok[1] ? "yes" : "FAILED") : "no");
             }
             fflush(stdout);
             for (int c = 0; csv && c < ncands; c++)
                 if (timed[c])
-                    fprintf(csv, "%zu,%s,%d,%d,%d,%s,%s,%s,%.3f,%.3f,%.3f,%.4f,%.4f,%s\n", n * opt.type->size,
+                    fprintf(csv, "%zu,%s,%d,%d,%d,%s,%s,%s,%s,%.3f,%.3f,%.3f,%.4f,%.4f,%s,%s\n", n * opt.type->size,
                             cands[c].name, nranks, local_size, nnodes, opt.device ? "device" : "host",
-                            opt.type->name, opt.op_name, med[c], p10[c], p90[c], real_bytes / med[c] * 1e-3,
-                            real_bytes / med[c] * 1e-3 * factor, opt.check ? (ok[c] ? "yes" : "FAILED") : "no");
+                            cls, opt.type->name, opt.op_name, med[c], p10[c], p90[c],
+                            real_bytes / med[c] * 1e-3, real_bytes / med[c] * 1e-3 * factor, took[c],
+                            opt.check ? (ok[c] ? "yes" : "FAILED") : "no");
         }
         if (bytes > opt.max_bytes / 2) break;
     }
     if (csv) fclose(csv);
-    if (opt.tune && rank == 0) {
-        pick_winners(medians, nsizes, winner);
-        write_table(sizes, winner, nsizes);
-    }
+    if (opt.tune && rank == 0) write_table(sizes, medians, p90s, nsizes, cls);
 #ifdef HAR_BENCH_CUDA
     /* Idle, so abort is a local teardown (destroy may wait for the peers). */
     if (nccl.comm) nccl.api.comm_abort(nccl.comm);

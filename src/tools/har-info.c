@@ -1,24 +1,27 @@
 /* har-info: what this har was built with, what the MPI underneath can do
- * with device memory, and every HAR_* variable with its value and source.
- *   har-info              full report (run it under mpirun or alone)
- *   har-info --variables  the variable table in markdown (the README's copy)
- *   har-info --paths      path names for HAR_REQUIRE_PATH */
+ * with device memory, the machine classes here and which tuning-table rows
+ * apply to them, and every HAR_* variable with its value and source.
+ *   har-info                        full report (alone, or under mpirun for this node's shape)
+ *   har-info --variables            the variable table in markdown (the README's copy)
+ *   har-info --paths                path names (HAR_REQUIRE_PATH, HAR_ALGO, the table)
+ *   har-info --derive-tuning CSV... the tuning table from har-bench --tuning CSVs */
+#include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include "../internal.h"
-#include "../dev.h"
-#include "../nccl_api.h"
+#include "comm/state.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "cuda/kernels.h"
+#include "entry.h"
+#include "nccl/nccl_api.h"
+#include "plan/derive.h"
 #ifdef HAR_HAVE_HWLOC
 #include <hwloc.h>
 #endif
 #ifdef HAR_HAVE_UCX
 #include <ucp/api/ucp_version.h>
 #endif
-
-static void print_paths(void)
-{
-    for (int p = 0; p < HAR_PATH_COUNT; p++) printf("%s\n", har_path_name((har_path_t)p));
-}
 
 static void print_machine(void)
 {
@@ -35,34 +38,171 @@ static void print_machine(void)
 #endif
 }
 
-int main(int argc, char **argv)
+/* ---- --derive-tuning ------------------------------------------------------ */
+
+#define MAX_MEASURES 4096
+#define MAX_SHAPES 32
+
+typedef struct {
+    har_tune_row_t shape;
+    const char *file;
+    har_measure_t m[512];
+    int n;
+} shape_t;
+
+static int column(char *const *names, int n, const char *want)
 {
-    if (argc > 1 && strcmp(argv[1], "--paths") == 0) {
-        print_paths();
-        return 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], want) == 0) return i;
+    return -1;
+}
+
+/* Splits a CSV line in place (no quoted fields in har-bench's CSVs). */
+static int split(char *line, char **fields, int max)
+{
+    int n = 0;
+    line[strcspn(line, "\r\n")] = '\0';
+    for (char *f = line; n < max; f++) {
+        fields[n++] = f;
+        f += strcspn(f, ",");
+        if (!*f) break;
+        *f = '\0';
     }
-    if (argc > 1 && strcmp(argv[1], "--variables") == 0) {
-        har_config_load();
-        har_config_print(stdout, 1);
-        return 0;
+    return n;
+}
+
+static int derive_tuning(int nfiles, char **files)
+{
+    static shape_t shapes[MAX_SHAPES];
+    int nshapes = 0;
+    for (int i = 0; i < nfiles; i++) {
+        FILE *f = fopen(files[i], "r");
+        char line[1024], head[1024], *names[32], *fields[32];
+        if (!f || !fgets(head, sizeof head, f)) {
+            fprintf(stderr, "har-info: cannot read %s\n", files[i]);
+            return 1;
+        }
+        int nn = split(head, names, 32);
+        int c_bytes = column(names, nn, "bytes"), c_cand = column(names, nn, "candidate"),
+            c_mem = column(names, nn, "buffers"), c_cls = column(names, nn, "class"),
+            c_local = column(names, nn, "ranks_per_node"), c_nodes = column(names, nn, "nodes"),
+            c_med = column(names, nn, "median_us"), c_p90 = column(names, nn, "p90_us"),
+            c_ok = column(names, nn, "checked");
+        if (c_bytes < 0 || c_cand < 0 || c_mem < 0 || c_cls < 0 || c_local < 0 || c_nodes < 0 || c_med < 0 ||
+            c_p90 < 0 || c_ok < 0) {
+            fprintf(stderr, "har-info: %s lacks a column of har-bench --tuning's CSV (class and p90_us included)\n",
+                    files[i]);
+            return 1;
+        }
+        while (fgets(line, sizeof line, f)) {
+            int n = split(line, fields, 32), ok;
+            if (n < nn) continue;
+            unsigned choice = har_choice_parse(fields[c_cand], HAR_CHOICE_NAMES, &ok);
+            if (!ok || !choice) continue;  /* not a tuning candidate */
+            har_tune_row_t shape = {0, (uint32_t)atoi(fields[c_nodes]), (uint16_t)atoi(fields[c_local]),
+                                    (uint8_t)(strcmp(fields[c_mem], "device") == 0), 0, ""};
+            snprintf(shape.cls, sizeof shape.cls, "%s", fields[c_cls]);
+            int s = 0;
+            while (s < nshapes && !(shapes[s].shape.device == shape.device && shapes[s].shape.nodes == shape.nodes &&
+                                    shapes[s].shape.local_size == shape.local_size &&
+                                    strcmp(shapes[s].shape.cls, shape.cls) == 0))
+                s++;
+            if (s == nshapes) {
+                if (nshapes == MAX_SHAPES) continue;
+                shapes[nshapes].shape = shape;
+                shapes[nshapes].file = files[i];
+                shapes[nshapes++].n = 0;
+            } else if (shapes[s].file != files[i]) {
+                fprintf(stderr, "har-info: %s and %s both measure %s %s %u %u: keep only the newer\n",
+                        shapes[s].file, files[i], shape.device ? "device" : "host", shape.cls, shape.local_size,
+                        shape.nodes);
+                return 1;
+            }
+            if (shapes[s].n < 512)
+                shapes[s].m[shapes[s].n++] = (har_measure_t){strtoull(fields[c_bytes], NULL, 10), choice,
+                                                             atof(fields[c_med]), atof(fields[c_p90]),
+                                                             strcmp(fields[c_ok], "FAILED") != 0};
+        }
+        fclose(f);
     }
-    if (argc > 1) {
-        fprintf(stderr, "usage: har-info [--variables | --paths]\n");
-        return 2;
+    printf("# har tuning table. Generated by har-info --derive-tuning from har-bench --tuning\n");
+    printf("# measurements; do not edit by hand.\n");
+    for (int i = 0; i < nfiles; i++) {
+        const char *base = strrchr(files[i], '/');
+        printf("#   from %s\n", base ? base + 1 : files[i]);
     }
-    MPI_Init(&argc, &argv);
-    har_init();
+    printf("# memory class ranks_per_node nodes up_to_bytes choice\n");
+    for (int s = 0; s < nshapes; s++) {
+        har_tune_row_t rows[HAR_TUNE_MAX_ROWS];
+        char text[256];
+        int n = har_tune_derive(shapes[s].m, shapes[s].n, &shapes[s].shape, rows, HAR_TUNE_MAX_ROWS);
+        for (int r = 0; r < n; r++) {
+            har_tune_format(&rows[r], text, sizeof text);
+            printf("%s\n", text);
+        }
+    }
+    return 0;
+}
+
+/* ---- the report ----------------------------------------------------------- */
+
+/* The device class of this rank's GPU, surveyed as har does at a
+ * communicator's first call on device buffers: loads the driver here (har
+ * itself never does), which makes no context. */
+static int device_class(MPI_Comm node, int local_rank, char *cls, size_t len)
+{
+#ifdef HAR_HAVE_CUDA
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    int (*cu_init)(unsigned) = lib ? (int (*)(unsigned))dlsym(lib, "cuInit") : NULL;
+    int (*cu_count)(int *) = lib ? (int (*)(int *))dlsym(lib, "cuDeviceGetCount") : NULL;
+    int n = 0, ok = cu_init && cu_count && cu_init(0) == 0 && cu_count(&n) == 0 && n > 0;
+    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    har_gpu_t gpu;
+    if (!ok || har_gpu_survey(node, local_rank % n, &gpu) != HAR_OK) return 0;
+    snprintf(cls, len, "%s", gpu.cls);
+    har_gpu_release(&gpu);
+    return 1;
+#else
+    (void)node; (void)local_rank; (void)cls; (void)len;
+    return 0;
+#endif
+}
+
+/* The classes of this node and the rows of the table that apply to them. */
+static void print_rows(const har_settings_t *s, const char *host_cls, int local_size, int nnodes, MPI_Comm node,
+                       int local_rank)
+{
+    char dev_cls[HAR_CLASS_LEN] = "", text[256];
+    int have_dev = device_class(node, local_rank, dev_cls, sizeof dev_cls);
+    printf("machine classes here (%d ranks per node, %d node(s)):\n", local_size, nnodes);
+    printf("  host buffers: %s\n", host_cls);
+    printf("  device buffers: %s\n", have_dev ? dev_cls : "(no GPU visible, or har built without CUDA)");
+    printf("tuning table (HAR_TUNING=%s, %d rows; HAR_ALGO=%s):\n", HAR_CFG(tuning).s, s->ntune, HAR_CFG(algo).s);
+    for (int i = 0; i < s->ntune; i++) {
+        const har_tune_row_t *r = &s->tune[i];
+        const char *cls = r->device ? (have_dev ? dev_cls : NULL) : host_cls, *why;
+        if (strcmp(r->cls, "*") != 0 && (!cls || strcmp(r->cls, cls) != 0)) why = "not here: another machine class";
+        else if (r->local_size != local_size || r->nodes != (uint32_t)nnodes)
+            why = "not here: another shape";
+        else why = "applies here";
+        har_tune_format(r, text, sizeof text);
+        printf("  %-72s %s\n", text, why);
+    }
+    if (!s->ntune) printf("  (none: the thresholds decide)\n");
+}
+
+static void report(void)
+{
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
+    int len = 0, v = 1;
     MPI_Get_library_version(lib, &len);
     char *nl = strchr(lib, '\n');
     if (nl) *nl = '\0';
     printf("har %s\n", har_version());
     printf("build:\n");
-    printf("  MPI: %s (%s)\n", har_mpi_flavour(), lib);
+    printf("  MPI: %s\n", lib);
 #ifdef HAR_HAVE_CUDA
-    printf("  CUDA: yes (driver API %d; used only in processes that load libcuda themselves; here: %s)\n",
-           HAR_CUDA_VERSION, har_cuda_available() ? "loaded" : "not loaded");
+    printf("  CUDA: yes (driver API %d; used only in processes that load libcuda themselves)\n", HAR_CUDA_VERSION);
 #else
     printf("  CUDA: no (host memory only)\n");
 #endif
@@ -74,41 +214,68 @@ int main(int argc, char **argv)
 #ifdef HAR_HAVE_KERNELS
     printf("  CUDA IPC kernels: built in (CUDA runtime linked statically)\n");
 #else
-    printf("  CUDA IPC kernels: not built (device buffers go through host memory)\n");
+    printf("  CUDA IPC kernels: not built (device buffers go through NCCL-less host memory)\n");
 #endif
     print_machine();
     har_nccl_api_t nccl;
     char why[256] = "HAR_NCCL=0";
-    if (strcmp(har_cfg.nccl.s, "0") != 0 && har_nccl_load(&nccl, har_cfg.nccl.s, why, sizeof why) == 0)
+    if (strcmp(HAR_CFG(nccl).s, "0") != 0 && har_nccl_load(&nccl, HAR_CFG(nccl).s, why, sizeof why) == 0)
         printf("  NCCL: %d.%d.%d, from %s (device buffers on one node)\n", nccl.version / 10000,
-               nccl.version / 100 % 100, nccl.version % 100, har_cfg.nccl.s);
+               nccl.version / 100 % 100, nccl.version % 100, HAR_CFG(nccl).s);
     else
         printf("  NCCL: not loadable (%s)\n", why);
     printf("MPI and device memory (after overrides):\n");
     printf("  point-to-point on device memory: %s\n", har_mpi_cuda_p2p() ? "yes" : "no");
     printf("  MPI_Allreduce on device memory: %s\n", har_mpi_cuda_reduce() ? "yes" : "no (har stages it)");
-    har_algo_cfg_t a;
-    har_algo_cfg_local(&a);
-    printf("memory per communicator (at most HAR_MAX_COMMS=%lld of them per process):\n", har_cfg.max_comms.i);
-    printf("  host segment: %lld bytes per local rank (two slots), shared by the node\n", 2 * a.slot_bytes + 256);
-    printf("  CUDA IPC segment: %lld bytes of GPU memory per rank (two slots and flags)\n",
-           2 * ((a.device_slot_bytes + 4095) / 4096 * 4096) + (long long)(HAR_DEV_FLAG_BYTES));
-    const har_tune_row_t *rows;
-    const char *source;
-    int nrows = har_tune_active(&rows, &source);
-    printf("tuning table (%s, %d rows; HAR_ALGO=%s):\n", source, nrows, har_cfg.algo.s);
-    for (int i = 0; i < nrows; i++) {
-        char max[32] = "inf";
-        if (rows[i].max_bytes != UINT64_MAX) snprintf(max, sizeof max, "%llu", (unsigned long long)rows[i].max_bytes);
-        printf("  %s buffers, %u ranks per node, %u node(s), up to %s bytes: %s\n", rows[i].device ? "device" : "host",
-               rows[i].local_size, rows[i].nodes, max, har_algo_name((har_algo_t)rows[i].algo));
+    /* One all-reduce on the world sets its state up: this node's shape,
+     * classes and rank 0's settings, as an application's would. */
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    har_comm_t *c = har_comm_peek(MPI_COMM_WORLD);
+    if (c && c->usable) {
+        printf("memory per communicator (at most HAR_MAX_COMMS=%lld of them per process):\n", HAR_CFG(max_comms).i);
+        printf("  host segment: %zu bytes, shared by the node's %d ranks\n",
+               har_seg_bytes(c->node.local_size, (size_t)c->set.slot_bytes), c->node.local_size);
+        printf("  CUDA IPC engine: %lld bytes of GPU memory per rank (two slots and flags)\n",
+               2 * c->set.device_slot_bytes + (long long)HAR_DEV_FLAG_BYTES);
+        print_rows(&c->set, c->host_cls, c->node.local_size, c->node.nnodes, c->node.node_comm, c->node.local_rank);
+    } else {
+        /* One process: a node of one rank, with this process's settings. */
+        static har_settings_t s;
+        char source[HAR_VAR_TEXT], cls[HAR_CLASS_LEN];
+        har_settings_from(&har_cfg, &s);
+        s.ntune = har_tune_load(HAR_CFG(tuning).s, s.tune, HAR_TUNE_MAX_ROWS, source, sizeof source, 1);
+        har_host_class(1, cls, sizeof cls);
+        print_rows(&s, cls, 1, 1, MPI_COMM_SELF, 0);
     }
     printf("variables:\n");
     har_config_print(stdout, 0);
-    printf("paths (HAR_REQUIRE_PATH):");
+    printf("paths:");
     for (int p = 0; p < HAR_PATH_COUNT; p++) printf(" %s", har_path_name((har_path_t)p));
     printf("\n");
-    har_finalize();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--paths") == 0) {
+        for (int p = 0; p < HAR_PATH_COUNT; p++) printf("%s\n", har_path_name((har_path_t)p));
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--variables") == 0) {
+        har_config_load(0);
+        har_config_print(stdout, 1);
+        return 0;
+    }
+    if (argc > 2 && strcmp(argv[1], "--derive-tuning") == 0) return derive_tuning(argc - 2, argv + 2);
+    if (argc > 1) {
+        fprintf(stderr, "usage: har-info [--variables | --paths | --derive-tuning CSV...]\n");
+        return strcmp(argv[1], "--help") == 0 ? 0 : 2;
+    }
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    /* Every rank takes part in the report's collectives; rank 0 prints it. */
+    if (rank != 0 && !freopen("/dev/null", "w", stdout)) return 1;
+    report();
     MPI_Finalize();
     return 0;
 }

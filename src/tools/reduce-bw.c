@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "../internal.h"
+#include "host/reduce.h"
 
 static double now(void)
 {

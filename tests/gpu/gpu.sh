@@ -1,8 +1,9 @@
 #!/bin/sh
 # Device buffers through har on a machine with GPUs: the correctness matrix
-# on device memory for each way ranks can sit on GPUs, the fallbacks, and a
-# memory-ordering stress. Skipped (visibly) without CUDA or a GPU, unless
-# HAR_TEST_REQUIRE_GPU=1 makes that a failure.
+# on device memory for each way ranks can sit on GPUs and each start-up
+# order, each engine and its fallbacks, and memory-ordering stress. Skipped
+# (visibly) without CUDA or a GPU, unless HAR_TEST_REQUIRE_GPU=1 makes that
+# a failure.
 . "$top_srcdir/tests/lib.sh"
 prog="$bin/gpu/check_allreduce_gpu"
 stress="$bin/gpu/stress"
@@ -19,115 +20,135 @@ ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 counts=1,7,63,64,1000,65537,300001
 # The types the kernels reduce; the others take the host segment (checked below).
 ktypes="--types float,double,int,unsigned,long,unsigned_long,long_long,unsigned_long_long,int32,uint32,int64,uint64"
+# What NCCL reduces: those types with sum, prod, min and max.
+ncclops="--types float,double,int,unsigned,long,unsigned_long,int32,uint32,int64,uint64 --ops sum,prod,min,max"
 seed=$(test_seed)
 echo "# $ngpu GPU(s), seed $seed"
 # Each rank sees only the GPU of its local rank, as some schedulers arrange.
 own_gpu='CUDA_VISIBLE_DEVICES=$(( ${OMPI_COMM_WORLD_LOCAL_RANK:-${MPI_LOCALRANKID:-0}} % '$ngpu' )) exec "$0" "$@"'
+have_nccl=0
+$mpi 1 "$top_builddir/har-info" > "$tmp/info" 2>&1
+grep -q "NCCL: [0-9]" "$tmp/info" && [ "$ngpu" -ge 2 ] && have_nccl=1
+# Without the kernels, the engine that serves device buffers of one GPU per rank.
+if [ $have_nccl = 1 ]; then no_ipc=nccl; no_ipc_types="$ncclops"; else no_ipc=host_segment; no_ipc_types=""; fi
 
 # With one GPU the kernel tests let ranks share it (HAR_IPC_SHARED_GPU=1):
 # correct but slow, as their kernels time-slice, so those runs are smaller.
 if [ "$ngpu" -ge 2 ]; then share=""; big=1; else share="HAR_IPC_SHARED_GPU=1"; big=0; fi
 full="--counts $counts"; [ $big = 1 ] || full="--counts $counts --sample 6 --seed $seed"
-check "2 ranks on $ngpu GPU(s): matrix through CUDA IPC kernels" \
-    env $share HAR_REQUIRE_PATH=ipc $mpi 2 "$prog" --device $full $ktypes --no-forwarded --expect ipc
+check "2 ranks on $ngpu GPU(s): matrix through the CUDA IPC kernels" \
+    env $share HAR_REQUIRE_PATH=ipc $mpi 2 "$prog" --device $full $ktypes --no-mpi-cases --expect ipc
+check "2 ranks, every communicator's first call on host memory before CUDA: the kernels still serve" \
+    env $share $mpi 2 "$prog" --device --host-first --counts $counts --sample 3 --seed $seed $ktypes --no-mpi-cases --expect ipc
 check "2 ranks: 8- and 16-bit types, bool and byte take the host segment" \
-    env $share $mpi 2 "$prog" --device --counts 1,1000,65537 --types int8,uint16,short,c_bool,byte --no-forwarded --expect host_segment
+    env $share $mpi 2 "$prog" --device --counts 1,1000,65537 --types int8,uint16,short,c_bool,byte --no-mpi-cases --expect host_segment
 check "2 ranks: two-shot kernels forced" \
-    env $share HAR_DEVICE_ONE_SHOT_MAX=0 HAR_REQUIRE_PATH=ipc $mpi 2 "$prog" --device $full $ktypes --no-forwarded --expect ipc,two_shot
+    env $share HAR_DEVICE_ONE_SHOT_MAX=0 HAR_REQUIRE_PATH=ipc $mpi 2 "$prog" --device $full $ktypes --no-mpi-cases --expect ipc,two_shot
 check "2 ranks, 1 MiB device slots: chunked calls (sampled, seed $seed)" \
-    env $share HAR_DEVICE_SLOT_BYTES=1M $mpi 2 "$prog" --device --counts 65537,300001,1000003 --sample 8 --seed $seed $ktypes --no-forwarded --expect ipc
+    env $share HAR_DEVICE_SLOT_BYTES=1M $mpi 2 "$prog" --device --counts 65537,300001,1000003 --sample 8 --seed $seed $ktypes --no-mpi-cases --expect ipc
 # (world and its duplicate only: a subset of ranks on separate GPUs may use IPC)
-check "3 ranks sharing GPUs: host segment (kernels would time-slice)" \
-    env HAR_REQUIRE_PATH=host_segment $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 6 --seed $seed --comms 2 --no-forwarded --expect host_segment
+check "3 ranks sharing GPUs: host segment (kernels would time-slice, NCCL refuses)" \
+    env HAR_REQUIRE_PATH=host_segment $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 6 --seed $seed --comms 2 --no-mpi-cases --expect host_segment
 check "3 ranks sharing GPUs, HAR_IPC_SHARED_GPU=1: kernels" \
-    env HAR_IPC_SHARED_GPU=1 HAR_REQUIRE_PATH=ipc $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 12 --seed $seed $ktypes --no-forwarded --expect ipc
+    env HAR_IPC_SHARED_GPU=1 HAR_REQUIRE_PATH=ipc $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 12 --seed $seed $ktypes --no-mpi-cases --expect ipc
 if [ "$ngpu" -ge 2 ]; then
-    check "2 ranks each seeing only its own GPU: host segment" \
-        env HAR_REQUIRE_PATH=host_segment $mpi 2 sh -c "$own_gpu" "$prog" --device --counts 1,1000,65537 --sample 3 --seed $seed --no-forwarded --expect host_segment
+    check "2 ranks whose buffers are on the other GPU than the current one: the kernels, on the buffers' GPUs" \
+        env HAR_REQUIRE_PATH=ipc $mpi 2 "$prog" --device --other-gpu --counts 1,1000,65537 --sample 3 --seed $seed $ktypes --no-mpi-cases --expect ipc
+    check "2 ranks each seeing only its own GPU (no CUDA IPC): $no_ipc" \
+        env $mpi 2 sh -c "$own_gpu" "$prog" --device --counts 1,1000,65537 --sample 2 --seed $seed $no_ipc_types --no-mpi-cases --expect $no_ipc
 else
-    tap_skip "2 ranks each seeing only its own GPU" "needs 2 GPUs"
+    tap_skip "buffers on another GPU than the current one; ranks each seeing only their own GPU" "needs 2 GPUs"
 fi
 check "2 pretend nodes of 1: kernels, and the ring carries device data" \
-    env $share HAR_NODE_SIZE=1 $mpi 2 "$prog" --device --counts $counts --sample 2 --seed $seed $ktypes --no-forwarded --expect ipc,rails,ring
+    env $share HAR_NODE_SIZE=1 $mpi 2 "$prog" --device --counts $counts --sample 2 --seed $seed $ktypes --no-mpi-cases --expect ipc,rails,ring
 check "4 ranks as 2 nodes of 2: kernels, rails and ring" \
-    env $share HAR_NODE_SIZE=2 $mpi 4 "$prog" --device --counts $counts --sample 4 --seed $seed $ktypes --comms 2 --no-forwarded --expect ipc,rails,ring
+    env $share HAR_NODE_SIZE=2 $mpi 4 "$prog" --device --counts $counts --sample 4 --seed $seed $ktypes --comms 2 --no-mpi-cases --expect ipc,rails,ring
 check "3 ranks as nodes of 2+1: leader mode on the host segment" \
-    env HAR_NODE_SIZE=2 $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 3 --seed $seed --comms 2 --no-forwarded --expect host_segment,leader
-check "HAR_TEST_IPC_FAIL=1: the set-up check fails, the host segment serves" \
-    env $share HAR_TEST_IPC_FAIL=1 HAR_REQUIRE_PATH=host_segment $mpi 2 "$prog" --device --counts 1,65537 --sample 3 --seed $seed --no-forwarded --expect host_segment
-check "HAR_IPC=0: host segment" \
-    env HAR_IPC=0 $mpi 2 "$prog" --device --counts 1,65537 --sample 3 --seed $seed --no-forwarded --expect host_segment
+    env HAR_NODE_SIZE=2 $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 3 --seed $seed --comms 2 --no-mpi-cases --expect host_segment,leader
+check "HAR_TEST_IPC_FAIL=1: the kernels' set-up fails, the node disables them alone: $no_ipc" \
+    env $share HAR_TEST_IPC_FAIL=1 $mpi 2 "$prog" --device --counts 1,65537 --sample 3 --seed $seed $no_ipc_types --no-mpi-cases --expect $no_ipc
+check "HAR_IPC=0: $no_ipc" \
+    env HAR_IPC=0 $mpi 2 "$prog" --device --counts 1,65537 --sample 3 --seed $seed $no_ipc_types --no-mpi-cases --expect $no_ipc
 check "mixed kinds (odd ranks on host buffers): host segment" \
-    env HAR_REQUIRE_PATH=host_segment $mpi 2 "$prog" --device --mixed --counts 1,1000,65537 --sample 3 --seed $seed --no-forwarded --expect host_segment
+    env HAR_REQUIRE_PATH=host_segment $mpi 2 "$prog" --device --mixed --counts 1,1000,65537 --sample 3 --seed $seed --no-mpi-cases --expect host_segment
 check "managed memory: copied like any input, host segment" \
-    env HAR_REQUIRE_PATH=host_segment $mpi 2 "$prog" --managed --counts 1,1000,65537 --sample 3 --seed $seed --no-forwarded --expect host_segment
-check "forwarded: the MPI reduces device buffers staged through host" \
+    env HAR_REQUIRE_PATH=host_segment $mpi 2 "$prog" --managed --counts 1,1000,65537 --sample 3 --seed $seed --no-mpi-cases --expect host_segment
+check "handed to the MPI: device buffers staged through host" \
     env HAR_MAX_BYTES=0 $mpi 2 "$prog" --device --counts 1,1000,65537 --sample 3 --seed $seed --expect staged \
     --types int,int32,int64,long,float,double  # the MPI's own reductions: see matrix.sh on its 8/16-bit sums
 check_fails "HAR_TEST_CORRUPT on device buffers is caught" "FAIL rank 1" \
-    env $share HAR_TEST_CORRUPT=1:3 $mpi 2 "$prog" --device --counts 7 --sample 20 --seed $seed --no-forwarded
+    env $share HAR_TEST_CORRUPT=1:3 $mpi 2 "$prog" --device --counts 7 --sample 20 --seed $seed --no-mpi-cases
+# A process that never touches CUDA gets no CUDA library from har.
+env LD_PRELOAD="$top_builddir/.libs/libhar.so" HAR_VERBOSE=1 $mpi 2 "$bin/mpi/plain_app" > "$tmp/out" 2>&1
+[ "$(grep -c 'libcuda in the process: no' "$tmp/out")" = 2 ] && grep -q "host_segment=[1-9]" "$tmp/out"
+tap_result $? "a program that never touches CUDA: served by har, no libcuda in its processes" "$tmp/out"
+
 # NCCL (HAR_NCCL names the library; har-info says whether it loads).
-ncclops="--types float,double,int,unsigned,long,unsigned_long,int32,uint32,int64,uint64 --ops sum,prod,min,max"
-have_nccl=0
-$mpi 1 "$top_builddir/har-info" 2>&1 | grep -q "NCCL: [0-9]" && have_nccl=1
 if [ "$ngpu" -lt 2 ]; then
     tap_skip "NCCL tests" "NCCL refuses two ranks on one GPU: needs 2 GPUs"
 elif [ $have_nccl = 0 ]; then
     tap_skip "NCCL tests" "NCCL not loadable (set HAR_NCCL to its path)"
 else
     check "2 ranks, HAR_ALGO=nccl: NCCL serves every type and op it has (two communicators each)" \
-        env HAR_ALGO=nccl HAR_REQUIRE_PATH=nccl $mpi 2 "$prog" --device $full $ncclops --comms 2 --no-forwarded --expect nccl
+        env HAR_ALGO=nccl HAR_REQUIRE_PATH=nccl $mpi 2 "$prog" --device $full $ncclops --comms 2 --no-mpi-cases --expect nccl
+    check "2 ranks, HAR_ALGO=nccl, first calls on host memory before CUDA: NCCL serves" \
+        env HAR_ALGO=nccl $mpi 2 "$prog" --device --host-first --counts 7,65537 $ncclops --sample 2 --seed $seed --comms 2 --no-mpi-cases --expect nccl
     check "2 ranks, HAR_ALGO=nccl: bitwise and logical ops stay on the kernels (NCCL has none)" \
-        env HAR_ALGO=nccl $mpi 2 "$prog" --device --counts 7,65537 --types int,uint64 --ops band,bor,bxor,land,lor,lxor --no-forwarded --expect ipc
+        env HAR_ALGO=nccl $mpi 2 "$prog" --device --counts 7,65537 --types int,uint64 --ops band,bor,bxor,land,lor,lxor --no-mpi-cases --expect ipc
     check "2 ranks, HAR_ALGO=nccl, HAR_NCCL=/nonexistent: kernels serve instead" \
-        env HAR_ALGO=nccl HAR_NCCL=/nonexistent/libnccl.so.2 $mpi 2 "$prog" --device --counts 7,65537 --types float,int64 --ops sum,max --no-forwarded --expect ipc
+        env HAR_ALGO=nccl HAR_NCCL=/nonexistent/libnccl.so.2 $mpi 2 "$prog" --device --counts 7,65537 --types float,int64 --ops sum,max --no-mpi-cases --expect ipc
     check "2 ranks, HAR_ALGO=nccl, NCCL missing on rank 1 only: the node agrees, kernels serve" \
         env HAR_ALGO=nccl $mpi 2 sh -c '[ "${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}" = 1 ] && export HAR_NCCL=/nonexistent/libnccl.so.2; exec "$0" "$@"' \
-        "$prog" --device --counts 7,65537 --types float --ops sum --comms 2 --no-forwarded --expect ipc
+        "$prog" --device --counts 7,65537 --types float --ops sum --comms 2 --no-mpi-cases --expect ipc
+    check "2 ranks, HAR_ALGO=nccl, HAR_TEST_NCCL_FAIL=1: NCCL's set-up fails, the node disables it alone, kernels serve" \
+        env HAR_ALGO=nccl HAR_TEST_NCCL_FAIL=1 $mpi 2 "$prog" --device --counts 7,65537 --types float --ops sum --comms 2 --no-mpi-cases --expect ipc
     check "3 ranks sharing GPUs, HAR_IPC_SHARED_GPU=1, HAR_ALGO=nccl: not a candidate, kernels" \
-        env HAR_IPC_SHARED_GPU=1 HAR_ALGO=nccl $mpi 3 "$prog" --device --counts 7,65537 --types float --ops sum --comms 1 --no-forwarded --expect ipc
+        env HAR_IPC_SHARED_GPU=1 HAR_ALGO=nccl $mpi 3 "$prog" --device --counts 7,65537 --types float --ops sum --comms 1 --no-mpi-cases --expect ipc
     check "2 ranks, no table, HAR_NCCL_MIN_BYTES=1M: NCCL from 1 MiB, the kernels below" \
-        env HAR_NCCL_MIN_BYTES=1M $mpi 2 "$prog" --device --counts 262144,300001 --types float,int64 --ops sum,max --no-forwarded --expect nccl
+        env HAR_NCCL_MIN_BYTES=1M $mpi 2 "$prog" --device --counts 262144,300001 --types float,int64 --ops sum,max --no-mpi-cases --expect nccl
     check "2 ranks, no table, HAR_NCCL_MIN_BYTES=1M: 1000 floats on the kernels" \
-        env HAR_NCCL_MIN_BYTES=1M $mpi 2 "$prog" --device --counts 1000,65537 --types float,int64 --ops sum,max --no-forwarded --expect ipc
-    iters_nccl=20000
-    check "stress, HAR_ALGO=nccl: $iters_nccl calls, random sizes and delays, every result checked" \
-        env HAR_ALGO=nccl HAR_REQUIRE_PATH=nccl $mpi 2 "$stress" --iters $iters_nccl --seed $seed --expect nccl
+        env HAR_NCCL_MIN_BYTES=1M $mpi 2 "$prog" --device --counts 1000,65537 --types float,int64 --ops sum,max --no-mpi-cases --expect ipc
+    check "stress, HAR_ALGO=nccl: 20000 calls, random sizes and delays, every result checked" \
+        env HAR_ALGO=nccl HAR_REQUIRE_PATH=nccl $mpi 2 "$stress" --iters 20000 --seed $seed --expect nccl
 fi
-# The shipped table: each of its rows for this shape serves its sizes by its path.
-rows=$(grep -v '^#' "$top_srcdir/src/tuning.txt" | awk -v n="$ngpu" '$1 == "device" && $2 == n && $3 == 1')
+# The shipped table: each of its device rows for this machine's class and
+# shape serves its sizes by its choice.
+$mpi "$ngpu" "$top_builddir/har-info" > "$tmp/info" 2>&1
+cls=$(sed -n 's/^  device buffers: //p' "$tmp/info")
+echo "# device class here: $cls"
+rows=$(grep -v '^#' "$top_srcdir/src/plan/tuning.txt" | awk -v n="$ngpu" -v c="$cls" '$1 == "device" && $2 == c && $3 == n && $4 == 1')
 if [ -z "$rows" ]; then
-    tap_skip "the shipped tuning table on device buffers" "no rows for $ngpu ranks on one node"
+    tap_skip "the shipped tuning table on device buffers" "no rows for class '$cls', $ngpu ranks on one node"
 else
     prev=0
-    while read -r memory local nodes max algo; do
+    while read -r memory class local nodes max choice; do
         if [ "$max" = inf ]; then count=$((prev / 4 + 1)); else count=$((max / 4)); fi
         [ "$count" -ge 1 ] || count=1
-        case "$algo" in
-        one_shot | two_shot) want="ipc,$algo" ;; mpi) want=staged ;; *) want="$algo" ;;
-        esac
-        if [ "$algo" = nccl ] && [ $have_nccl = 0 ]; then
-            tap_skip "shipped table row '$local $nodes $max $algo'" "NCCL not loadable"
+        want=$(echo "$choice" | tr + ,); [ "$choice" = mpi ] && want=mpi,staged
+        if [ "$choice" = nccl ] && [ $have_nccl = 0 ]; then
+            tap_skip "shipped table row '$max $choice'" "NCCL not loadable"
             continue
         fi
-        check "shipped table row '$local $nodes $max $algo': $count floats served by $want" \
-            env HAR_TUNING=builtin $mpi "$ngpu" "$prog" --device --counts "$count" --types float --ops sum --comms 2 --no-forwarded --expect "$want" < /dev/null
+        check "shipped table row '$local $nodes $max $choice': $count floats served by $want" \
+            env HAR_TUNING=builtin $mpi "$ngpu" "$prog" --device --counts "$count" --types float --ops sum --comms 2 --no-mpi-cases --expect "$want" < /dev/null
         [ "$max" = inf ] || prev=$max
     done <<ROWS
 $rows
 ROWS
-fi
-if [ -n "$rows" ]; then
-    check "stress with the shipped table: 20000 calls switching between its paths by size, every result checked" \
+    check "stress with the shipped table: 20000 calls switching between its choices by size, every result checked" \
         env HAR_TUNING=builtin $mpi "$ngpu" "$stress" --iters 20000 --seed $seed
+    check "the same, the first call on host memory before CUDA" \
+        env HAR_TUNING=builtin $mpi "$ngpu" "$stress" --iters 20000 --seed $seed --host-first
 fi
 iters=100000; [ $big = 1 ] || iters=3000
 check "stress: $iters calls, random sizes and delays, every result checked" \
     env $share HAR_REQUIRE_PATH=ipc $mpi 2 "$stress" --iters $iters --seed $seed --expect ipc
+check "stress, first call on host memory before CUDA: $((iters / 5)) calls on the kernels" \
+    env $share $mpi 2 "$stress" --iters $((iters / 5)) --seed $seed --expect ipc --host-first
 check "stress, 2 nodes of 2 (kernels around the ring), 64 KiB slots: $((iters / 5)) calls" \
     env $share HAR_NODE_SIZE=2 HAR_SLOT_BYTES=64K HAR_DEVICE_SLOT_BYTES=1M $mpi 4 "$stress" --iters $((iters / 5)) --seed $seed --expect ipc --expect ring
 check "2 pretend nodes of 1, device buffers on one, host on the other: both chunk alike" \
-    env $share HAR_NODE_SIZE=1 $mpi 2 "$prog" --device --mixed --counts 1000,300001,1000003 --types float,int64 --no-forwarded --expect ring
+    env $share HAR_NODE_SIZE=1 $mpi 2 "$prog" --device --mixed --counts 1000,300001,1000003 --types float,int64 --no-mpi-cases --expect ring
 if command -v compute-sanitizer > /dev/null; then
     check "compute-sanitizer memcheck: a short run, no error" \
         env $share $mpi 2 compute-sanitizer --tool memcheck --error-exitcode 9 "$stress" --iters 50 --seed $seed --expect ipc

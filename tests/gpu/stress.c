@@ -1,7 +1,8 @@
 /* Memory-ordering stress on device buffers: many back-to-back all-reduces of
  * random sizes, random delays before some ranks' calls, every result
  * checked exactly (small integers in floats, so sums are exact).
- *   stress [--iters N] [--seed S] [--expect PATH]...
+ *   stress [--iters N] [--seed S] [--expect PATH]... [--host-first]
+ * --host-first: a host all-reduce on the world before the GPU is picked.
  *   stress --probe   exit 0 with a GPU, 77 without (1 if HAR_TEST_REQUIRE_GPU=1) */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -29,11 +30,13 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "--probe")) return 0;
     long iters = 100000;
     uint64_t seed = 1;
-    int expect[4], nexpect = 0;
-    for (int a = 1; a + 1 < argc; a += 2) {
-        if (!strcmp(argv[a], "--iters")) iters = atol(argv[a + 1]);
-        else if (!strcmp(argv[a], "--seed")) seed = strtoull(argv[a + 1], NULL, 10);
-        else if (!strcmp(argv[a], "--expect") && nexpect < 4) expect[nexpect++] = har_path_from_name(argv[a + 1]);
+    int expect[4], nexpect = 0, host_first = 0;
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--host-first")) host_first = 1;
+        else if (a + 1 < argc && !strcmp(argv[a], "--iters")) iters = atol(argv[++a]);
+        else if (a + 1 < argc && !strcmp(argv[a], "--seed")) seed = strtoull(argv[++a], NULL, 10);
+        else if (a + 1 < argc && !strcmp(argv[a], "--expect") && nexpect < 4)
+            expect[nexpect++] = har_path_from_name(argv[++a]);
     }
     MPI_Init(&argc, &argv);
     int rank, size, local;
@@ -42,6 +45,10 @@ int main(int argc, char **argv)
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &local);
+    if (host_first) {
+        int one = 1;
+        MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    }
     cudaSetDevice(local % ndev);
     const int max_n = 1 << 18;
     float *host = malloc(max_n * sizeof *host), *dev;

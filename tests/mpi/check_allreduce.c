@@ -4,12 +4,17 @@
  * computes the reference alone, with its own arithmetic (not har's): exact
  * for integers (wrapping, as unsigned), a double sum with an error bound
  * that scales with sum|x| for floats. Results must also be bitwise identical
- * on all ranks, and har's counters must show the expected path served each
- * call (--expect), or the MPI (forwarded cases, always checked).
+ * on all ranks, and har's counters must show the expected paths served each
+ * call (--expect), or the MPI (the cases har must hand to it, always checked).
  *
  *   check_allreduce [--seed S] [--sample K] [--counts a,b,..] [--expect p1,p2]
- *                   [--comms N] [--no-forwarded] [--any-path] [--types t1,t2] [--ops o1,o2]
- *                   [--device [--mixed]] [--managed]
+ *                   [--comms N] [--no-mpi-cases] [--any-path] [--types t1,t2] [--ops o1,o2]
+ *                   [--steps N] [--device [--mixed] [--host-first] [--other-gpu]] [--managed]
+ * --steps N: every case took exactly N node synchronisation steps (the test
+ * build's har_test_steps). --host-first: a host all-reduce on every
+ * communicator before the GPU is picked (the start-up order many
+ * applications have). --other-gpu: the buffers live on another GPU than the
+ * current one.
  * Exit 0 only if every case passed on every rank. */
 #include <complex.h>
 #include <float.h>
@@ -160,18 +165,20 @@ static uint64_t fnv(const void *p, size_t n)
 
 static int world_rank;
 static unsigned long long before[HAR_PATH_COUNT];
-static int expect_paths[HAR_PATH_COUNT], nexpect, expect_forwarded, any_path;
+static int expect_paths[HAR_PATH_COUNT], nexpect, expect_mpi, any_path;
+static long expect_steps = -1;
+unsigned long long har_test_steps(void);  /* the test build of libhar */
 
 /* Paths that served the last call, checked against what was expected. */
-static int check_paths(int forwarded_expected, char *why, size_t len)
+static int check_paths(int mpi_expected, char *why, size_t len)
 {
     unsigned long long now[HAR_PATH_COUNT];
     har_counters(now);
     int ok = now[HAR_PATH_SEEN] == before[HAR_PATH_SEEN] + 1;
-    int fwd = now[HAR_PATH_FORWARDED] > before[HAR_PATH_FORWARDED];
+    int fwd = now[HAR_PATH_MPI] > before[HAR_PATH_MPI];
     if (any_path) {
         /* --any-path: a tuning table picks the path; only "seen once" holds */
-    } else if (forwarded_expected || expect_forwarded) {
+    } else if (mpi_expected || expect_mpi) {
         ok = ok && fwd;
     } else {
         ok = ok && !fwd;
@@ -190,10 +197,13 @@ typedef struct { MPI_Comm comm; const char *name; uint64_t hash; } comm_t;
 
 /* --device: the call gets device copies of the buffers (built with
  * HAR_TEST_CUDA); with --mixed, odd world ranks keep host buffers; with
- * --managed, the copies are managed memory. */
-static int use_device, mixed, managed;
+ * --managed, the copies are managed memory; with --other-gpu, they are on
+ * the next GPU, not the current one. */
+static int use_device, mixed, managed, host_first, other_gpu;
 
 #ifdef HAR_TEST_CUDA
+static int my_gpu = -1, ngpus;
+
 static cudaError_t alloc_device(void **p, size_t bytes)
 {
     return managed ? cudaMallocManaged(p, bytes, cudaMemAttachGlobal) : cudaMalloc(p, bytes);
@@ -206,17 +216,24 @@ static int allreduce(const void *in, char *out, size_t bytes, int count, MPI_Dat
     if (use_device && !(mixed && world_rank % 2)) {
         char *din = NULL, *dout = NULL;
         size_t alloc = bytes ? bytes : 1;
+        if (other_gpu) cudaSetDevice((my_gpu + 1) % ngpus);  /* the buffers' GPU, for everything but the call */
         if (alloc_device((void **)&dout, alloc) != cudaSuccess ||
             (in != MPI_IN_PLACE && alloc_device((void **)&din, alloc) != cudaSuccess)) {
             fprintf(stderr, "cudaMalloc failed\n");
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        cudaMemcpy(dout, out, bytes, cudaMemcpyHostToDevice);  /* poison, or the input when in place */
-        if (din) cudaMemcpy(din, in, bytes, cudaMemcpyHostToDevice);
+        cudaMemcpy(dout, out, bytes, cudaMemcpyDefault);  /* poison, or the input when in place */
+        if (din) cudaMemcpy(din, in, bytes, cudaMemcpyDefault);
+        if (other_gpu) {
+            cudaDeviceSynchronize();  /* har's stream waits for the current GPU's work only */
+            cudaSetDevice(my_gpu);
+        }
         int rc = MPI_Allreduce(din ? din : MPI_IN_PLACE, dout, count, t, op, comm);
-        if (cudaMemcpy(out, dout, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) rc = MPI_ERR_OTHER;
+        if (other_gpu) cudaSetDevice((my_gpu + 1) % ngpus);
+        if (cudaMemcpy(out, dout, bytes, cudaMemcpyDefault) != cudaSuccess) rc = MPI_ERR_OTHER;
         cudaFree(din);
         cudaFree(dout);
+        if (other_gpu) cudaSetDevice(my_gpu);
         return rc;
     }
 #endif
@@ -226,7 +243,7 @@ static int allreduce(const void *in, char *out, size_t bytes, int count, MPI_Dat
 
 /* One case: returns 1 if it passed on this rank. */
 static int run_case(comm_t *c, const type_t *t, const op_t *o, size_t count, int inplace,
-                    uint64_t seed, int forwarded_expected)
+                    uint64_t seed, int mpi_expected)
 {
     int rank, size;
     MPI_Comm_rank(c->comm, &rank);
@@ -241,15 +258,21 @@ static int run_case(comm_t *c, const type_t *t, const op_t *o, size_t count, int
     memset(out, 0xA5, bytes);  /* poison: unwritten elements fail */
     if (inplace) memcpy(out, in[rank], bytes);
     har_counters(before);
+    unsigned long long steps = har_test_steps();
     int rc = allreduce(inplace ? MPI_IN_PLACE : in[rank], out, bytes, (int)count, t->t, o->op, c->comm);
+    steps = har_test_steps() - steps;
     char why[256] = "";
     int ok = rc == MPI_SUCCESS;
     if (!ok) snprintf(why, sizeof why, "MPI error %d", rc);
+    if (ok && expect_steps >= 0 && steps != (unsigned long long)expect_steps) {
+        ok = 0;
+        snprintf(why, sizeof why, "%llu node synchronisation steps, not %ld", steps, expect_steps);
+    }
     size_t bad = 0, first_bad = 0;
     for (size_t i = 0; ok && i < count; i++)
         if (!check_elem(t, o->op, in, size, i, out + i * (size_t)t->size) && bad++ == 0) first_bad = i;
     if (bad) { ok = 0; snprintf(why, sizeof why, "%zu wrong elements, first at %zu", bad, first_bad); }
-    if (ok && !check_paths(forwarded_expected || count == 0, why, sizeof why)) ok = 0;
+    if (ok && !check_paths(mpi_expected || count == 0, why, sizeof why)) ok = 0;
     /* Bitwise identity across ranks is checked once per communicator at the
      * end, over a running hash of every result (fewer MPI calls: MPICH
      * busy-polls, and oversubscribed ranks would wait on each other). */
@@ -262,14 +285,14 @@ static int run_case(comm_t *c, const type_t *t, const op_t *o, size_t count, int
     return ok;
 }
 
-/* Cases har must hand to the MPI: still correct, and counted as forwarded. */
+/* Cases har must hand to the MPI: still correct, and counted as mpi. */
 static void user_sum(void *in, void *inout, int *len, MPI_Datatype *t)
 {
     (void)t;
     for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
 }
 
-static int forwarded_cases(MPI_Comm comm)
+static int mpi_cases(MPI_Comm comm)
 {
     int rank, size, ok = 1;
     MPI_Comm_rank(comm, &rank);
@@ -298,7 +321,7 @@ static int forwarded_cases(MPI_Comm comm)
     har_counters(before);
     MPI_Allreduce(&spair, &spair_out, 1, MPI_SHORT_INT, MPI_MINLOC, comm);
     ok &= spair_out.i == size - 1 && check_paths(1, why, sizeof why);
-    if (!ok) fprintf(stderr, "FAIL rank %d: a forwarded case was wrong or not forwarded\n", world_rank);
+    if (!ok) fprintf(stderr, "FAIL rank %d: a case for the MPI was wrong or not served by it\n", world_rank);
     return ok;
 }
 
@@ -313,20 +336,11 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-#ifdef HAR_TEST_CUDA
-    /* One GPU per local rank, round robin, as launchers usually arrange. */
-    MPI_Comm node;
-    int local, ndev = 0;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node);
-    MPI_Comm_rank(node, &local);
-    MPI_Comm_free(&node);
-    if (cudaGetDeviceCount(&ndev) == cudaSuccess && ndev > 0) cudaSetDevice(local % ndev);
-#endif
     int size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     uint64_t seed = 12345;
     long sample = 0;
-    int ncomms = 4, forwarded = 1;
+    int ncomms = 4, with_mpi_cases = 1;
     char *only_types = NULL, *only_ops = NULL;  /* ",name,name," */
     size_t counts[32] = {0, 1, 7, 63, 64, 1000, 65537}, ncounts = 7;
     for (int a = 1; a < argc; a++) {
@@ -334,10 +348,13 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--sample") && a + 1 < argc) sample = atol(argv[++a]);
         else if (!strcmp(argv[a], "--counts") && a + 1 < argc) ncounts = parse_list(argv[++a], counts, 32);
         else if (!strcmp(argv[a], "--comms") && a + 1 < argc) ncomms = atoi(argv[++a]);
-        else if (!strcmp(argv[a], "--no-forwarded")) forwarded = 0;
+        else if (!strcmp(argv[a], "--no-mpi-cases")) with_mpi_cases = 0;
         else if (!strcmp(argv[a], "--any-path")) any_path = 1;
         else if (!strcmp(argv[a], "--device")) use_device = 1;
         else if (!strcmp(argv[a], "--mixed")) mixed = 1;
+        else if (!strcmp(argv[a], "--host-first")) host_first = 1;
+        else if (!strcmp(argv[a], "--other-gpu")) other_gpu = 1;
+        else if (!strcmp(argv[a], "--steps") && a + 1 < argc) expect_steps = atol(argv[++a]);
         else if (!strcmp(argv[a], "--managed")) use_device = managed = 1;
         else if (!strcmp(argv[a], "--types") && a + 1 < argc) {
             only_types = malloc(strlen(argv[++a]) + 3);
@@ -353,7 +370,7 @@ int main(int argc, char **argv)
                 int p = har_path_from_name(tok);
                 if (p < 0) { fprintf(stderr, "unknown path %s\n", tok); MPI_Abort(MPI_COMM_WORLD, 2); }
                 expect_paths[nexpect++] = p;
-                expect_forwarded |= p == HAR_PATH_FORWARDED || p == HAR_PATH_STAGED;
+                expect_mpi |= p == HAR_PATH_MPI || p == HAR_PATH_STAGED;
             }
         } else { fprintf(stderr, "unknown argument %s\n", argv[a]); MPI_Abort(MPI_COMM_WORLD, 2); }
     }
@@ -376,6 +393,21 @@ int main(int argc, char **argv)
     MPI_Comm_split(MPI_COMM_WORLD, world_rank == 0 ? MPI_UNDEFINED : 0, -world_rank, &rev);
     if (size >= 3) comms[nc++] = (comm_t){rev, "reversed", 0};
     if (nc > ncomms) nc = ncomms;
+    /* --host-first: every communicator's first all-reduce is on host memory,
+     * before this process touches CUDA. */
+    for (int k = 0; host_first && k < nc; k++) {
+        int one = 1;
+        if (comms[k].comm != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_SUM, comms[k].comm);
+    }
+#ifdef HAR_TEST_CUDA
+    /* One GPU per local rank, round robin, as launchers usually arrange. */
+    MPI_Comm node;
+    int local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    if (cudaGetDeviceCount(&ngpus) == cudaSuccess && ngpus > 0) cudaSetDevice(my_gpu = local % ngpus);
+#endif
 
     if (world_rank == 0) printf("check_allreduce: %d ranks, seed %llu, %s, %s buffers\n", size,
                                 (unsigned long long)seed, sample ? "sampled" : "full matrix",
@@ -401,7 +433,7 @@ int main(int argc, char **argv)
                     nfail += !run_case(c, &types[ti], &ops[oi], counts[ci], inplace, case_seed, 0);
                 }
         }
-    if (forwarded) { ncase++; nfail += !forwarded_cases(MPI_COMM_WORLD); }
+    if (with_mpi_cases) { ncase++; nfail += !mpi_cases(MPI_COMM_WORLD); }
     for (int k = 0; k < nc; k++) {
         if (comms[k].comm == MPI_COMM_NULL) continue;
         int csize;

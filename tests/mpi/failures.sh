@@ -6,7 +6,7 @@
 . "$top_srcdir/tests/lib.sh"
 env HAR_TIMEOUT=2 HAR_TEST_TIMEOUT=60 $mpi 2 "$bin/mpi/stopped_peer" > "$tmp/out" 2>&1
 rc=$?
-[ $rc = 0 ] && grep -q "local peer 1 did not arrive within HAR_TIMEOUT; step input" "$tmp/out" &&
+[ $rc = 0 ] && grep -q "local peer 1 did not arrive within HAR_TIMEOUT; step arrival" "$tmp/out" &&
     [ "$(grep -c 'as expected' "$tmp/out")" = 2 ]
 tap_result $? "one node, HAR_TIMEOUT=2, peer stopped: har's error on both ranks, later calls fail" "$tmp/out"
 env HAR_TIMEOUT=2 HAR_NODE_SIZE=2 HAR_TEST_TIMEOUT=90 $mpi 4 "$bin/mpi/stopped_peer" > "$tmp/out" 2>&1

@@ -10,7 +10,7 @@ seed=$(test_seed)
 echo "# seed $seed (HAR_TEST_SEED=$seed repeats the sampled runs)"
 
 check "np 1: har leaves a one-rank communicator to the MPI" \
-    $mpi 1 "$prog" --counts 1,1000 --expect forwarded
+    $mpi 1 "$prog" --counts 1,1000 --expect mpi
 check "np 2 one node: full matrix on the host segment" \
     $mpi 2 "$prog" --counts $counts --expect host_segment
 check "np 2 one node: small calls one-shot" \
@@ -35,11 +35,11 @@ check "np 4, 4 KiB slots: many chunks per call, every communicator" \
 check "np 2, two-shot, 3 reduction threads per rank (results must not change)" \
     env HAR_ONE_SHOT_MAX=0 HAR_REDUCE_THREADS=3 HAR_SLOT_BYTES=4M $mpi 2 "$prog" --counts 300001,1000003 --expect two_shot --comms 2
 check "np 3, HAR_REQUIRE_PATH=host_segment accepts what har serves" \
-    env HAR_REQUIRE_PATH=host_segment $mpi 3 "$prog" --counts 1,1000 --no-forwarded --sample 4 --seed "$seed"
-check_fails "HAR_REQUIRE_PATH=ring fails calls served another way" "not served by ring" \
-    env HAR_REQUIRE_PATH=ring $mpi 2 "$prog" --counts 7 --no-forwarded --sample 50 --seed "$seed"
+    env HAR_REQUIRE_PATH=host_segment $mpi 3 "$prog" --counts 1,1000 --no-mpi-cases --sample 4 --seed "$seed"
+check_fails "HAR_REQUIRE_PATH=ring fails calls served another way" "not ring (HAR_REQUIRE_PATH)" \
+    env HAR_REQUIRE_PATH=ring $mpi 2 "$prog" --counts 7 --no-mpi-cases --sample 50 --seed "$seed"
 check_fails "HAR_TEST_CORRUPT=1:3 (one element on rank 1) is caught" "FAIL rank 1" \
-    env HAR_TEST_CORRUPT=1:3 $mpi 2 "$prog" --counts 7 --no-forwarded --sample 20 --seed "$seed"
+    env HAR_TEST_CORRUPT=1:3 $mpi 2 "$prog" --counts 7 --no-mpi-cases --sample 20 --seed "$seed"
 for np in 5 6 7 8; do
     for node in 2 3; do
         check "np $np as nodes of $node: sampled (seed $seed)" \

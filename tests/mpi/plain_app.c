@@ -1,11 +1,24 @@
 /* An MPI program that knows nothing of har: built with plain mpicc, run with
  * and without har (LD_PRELOAD, relinked), it must print the same lines.
  * Values are small integers, also in the float and double cases, so every
- * sum is exact and its bits cannot depend on the order of reduction. */
+ * sum is exact and its bits cannot depend on the order of reduction. It
+ * also says whether libcuda got into the process: a program that never
+ * touches CUDA must get no CUDA library (nor a context) from har. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+static int libcuda_mapped(void)
+{
+    char line[512];
+    int found = 0;
+    FILE *f = fopen("/proc/self/maps", "r");
+    while (f && fgets(line, sizeof line, f)) found |= strstr(line, "libcuda.so") != NULL;
+    if (f) fclose(f);
+    return found;
+}
 
 int main(int argc, char **argv)
 {
@@ -35,6 +48,7 @@ int main(int argc, char **argv)
         free(iv); free(fv); free(dv);
     }
     if (rank == 0) printf("plain_app: %d ranks, checksum %016llx\n", size, (unsigned long long)check);
+    printf("plain_app: rank %d: libcuda in the process: %s\n", rank, libcuda_mapped() ? "yes" : "no");
     MPI_Comm_free(&dup);
     MPI_Finalize();
     return 0;

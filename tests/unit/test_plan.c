@@ -1,13 +1,16 @@
-/* Unit test of the pure planning functions (src/plan.c).
+/* Unit test of the pure planning functions (src/plan/).
  *
  * har_shard: every rank computes every shard's place on its own, so the
  * layout must tile [0, n) exactly, keep shards apart by whole 64-byte units
  * (two writers never share a cache line) and stay balanced.
- * har_choose: a forced algorithm where it can serve, else the tuning table's
- * row where one fits and can serve, else NCCL from HAR_NCCL_MIN_BYTES where
- * it is on offer, else one-shot exactly for small messages on one node with
- * peers; har_tune_parse: good tables and each kind of bad
- * line; har_chunk_elems: chunks that fill a slot with whole units.
+ * har_chunk_elems: chunks that fill a slot with whole units.
+ * har_plan: against a reference written here from the rules as the README
+ * states them (forced choice where a plan meets it, the table's row where
+ * one fits, else the thresholds), over sizes, shapes, memory kinds, engines
+ * on offer and forced choices; the paths and chunk of every plan.
+ * har_tune_parse/lookup: the row format, machine classes, bad lines.
+ * har_tune_derive: the rule that makes rows from measurements, on noise,
+ * clear winners, dropped candidates and the committed style of data.
  *
  * Usage: test_plan [SEED]. Exit 0 on success, 1 on failure. */
 #include <inttypes.h>
@@ -18,11 +21,19 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "hier.h"
+#include "cuda/kernels.h"
+#include "plan/derive.h"
+#include "plan/plan.h"
 
-#define ALIGN 64  /* bytes: the alignment hier.h promises for shards and chunks */
+#define ALIGN 64  /* bytes: the alignment plan.h promises for shards and chunks */
 
 #include "unit.h"
+
+#define B(p) (1u << HAR_PATH_##p)
+#define HOST1 (B(HOST_SEGMENT) | B(ONE_SHOT))
+#define HOST2 (B(HOST_SEGMENT) | B(TWO_SHOT))
+#define IPC1 (B(IPC) | B(ONE_SHOT))
+#define IPC2 (B(IPC) | B(TWO_SHOT))
 
 static void check_shards(size_t n, size_t elem, int parts)
 {
@@ -64,98 +75,182 @@ static void check_chunk(size_t slot, size_t elem)
         CHECK(bytes == ALIGN, "elem=%zu slot=%zu: chunk of %zu bytes, want one unit", elem, slot, bytes);
 }
 
-#define ALL_ALGOS ((1u << HAR_ALGO_COUNT) - 1)
+/* ---- the plan, against a reference of the README's rules ----------------- */
 
-/* Without a table row: forced algorithms where they can serve, else
- * one-shot exactly for small messages on one node with peers. */
-static void check_choice(size_t bytes, int local, int nnodes, int device, const har_algo_cfg_t *cfg)
+/* What can serve the call, as the README lists it. */
+static int can_serve(unsigned choice, const har_plan_in_t *in)
 {
-    har_choice_t ch0;
-    int one_node = nnodes == 1 && local > 1;
-    long long max = device ? cfg->device_one_shot_max : cfg->one_shot_max;
-    har_algo_t thresholds = one_node && bytes <= (size_t)max ? HAR_ALGO_ONE_SHOT : HAR_ALGO_TWO_SHOT;
-    if (device && one_node && cfg->nccl_min_bytes > 0 && bytes >= (size_t)cfg->nccl_min_bytes)
-        thresholds = HAR_ALGO_NCCL;
-    for (int forced = HAR_ALGO_AUTO; forced < HAR_ALGO_COUNT; forced++) {
-        har_choice_t ch = har_choose(bytes, local, nnodes, device, ALL_ALGOS, forced, cfg);
-        int can = forced == HAR_ALGO_TWO_SHOT || forced == HAR_ALGO_MPI ||
-                  (forced == HAR_ALGO_ONE_SHOT && one_node) || (forced == HAR_ALGO_HOST_SEGMENT && device) ||
-                  (forced == HAR_ALGO_NCCL && device && one_node);
-        har_algo_t want = can ? (har_algo_t)forced : thresholds;
-        CHECK(ch.algo == want, "bytes=%zu local=%d nodes=%d device=%d forced %s: got %s, want %s", bytes, local,
-              nnodes, device, har_algo_name(forced), har_algo_name(ch.algo), har_algo_name(want));
-        int one = want == HAR_ALGO_ONE_SHOT ||
-                  (want == HAR_ALGO_HOST_SEGMENT && one_node && bytes <= (size_t)cfg->one_shot_max);
-        CHECK(ch.one_shot == one, "bytes=%zu local=%d nodes=%d device=%d forced %s: one_shot=%d", bytes, local,
-              nnodes, device, har_algo_name(forced), ch.one_shot);
-    }
-    /* Without NCCL on offer, the thresholds never pick it. */
-    ch0 = har_choose(bytes, local, nnodes, device, ALL_ALGOS & ~HAR_ALGO_BIT(NCCL), HAR_ALGO_AUTO, cfg);
-    CHECK(ch0.algo != HAR_ALGO_NCCL, "bytes=%zu: NCCL chosen though not offered", bytes);
-    /* Nothing offered: two-shot serves every call. */
-    har_choice_t ch = har_choose(bytes, local, nnodes, device, 0, HAR_ALGO_NCCL, cfg);
-    CHECK(ch.algo == HAR_ALGO_TWO_SHOT && !ch.one_shot, "bytes=%zu: %s when nothing was offered", bytes,
-          har_algo_name(ch.algo));
+    int one_node = in->nnodes == 1;
+    int kernels = in->dev_type != HAR_DT_NONE && in->dev_op != HAR_OP_NONE;
+    int nccl_op = in->dev_op == HAR_OP_SUM || in->dev_op == HAR_OP_PROD || in->dev_op == HAR_OP_MIN ||
+                  in->dev_op == HAR_OP_MAX;
+    if (choice == HOST2) return 1;
+    if (choice == HOST1) return one_node;
+    if (choice == IPC1) return in->device && (in->engines & B(IPC)) && kernels && one_node;
+    if (choice == IPC2) return in->device && (in->engines & B(IPC)) && kernels && (one_node || in->uniform);
+    if (choice == B(NCCL))
+        return in->device && (in->engines & B(NCCL)) && kernels && nccl_op && one_node && !in->shared_gpu;
+    if (choice == B(MPI)) return one_node || (in->forced & B(MPI));
+    return 0;
 }
 
-/* Sizes around the interesting byte counts of one configuration. */
-static void sweep_choice(const har_algo_cfg_t *cfg)
+/* The thresholds' preference, written out: the order in which the README
+ * says they try what can serve. */
+static int thresholds_order(const har_plan_in_t *in, const har_settings_t *s, unsigned *order)
+{
+    int n = 0, one_node = in->nnodes == 1;
+    if (in->device) {
+        if (s->nccl_min_bytes > 0 && in->bytes >= (uint64_t)s->nccl_min_bytes) order[n++] = B(NCCL);
+        if (one_node && in->bytes <= (uint64_t)s->device_one_shot_max) order[n++] = IPC1, order[n++] = IPC2;
+        else order[n++] = IPC2, order[n++] = IPC1;
+        order[n++] = B(NCCL);  /* before copying device buffers through host memory */
+    }
+    if (one_node && in->bytes <= (uint64_t)s->one_shot_max) order[n++] = HOST1, order[n++] = HOST2;
+    else order[n++] = HOST2, order[n++] = HOST1;
+    order[n++] = B(MPI);
+    return n;
+}
+
+/* Keeps the choices that meet `want`, if any does. */
+static void keep_meeting(unsigned *c, int *n, unsigned want)
+{
+    int m = 0;
+    for (int k = 0; k < *n; k++) m += (c[k] & want) == want;
+    if (!want || !m) return;
+    m = 0;
+    for (int k = 0; k < *n; k++)
+        if ((c[k] & want) == want) c[m++] = c[k];
+    *n = m;
+}
+
+/* The plan the README promises: among what can serve, in the thresholds'
+ * order, those meeting the forced choice (if any do), then those meeting
+ * the table's row (if any do); the first. */
+static unsigned reference(const har_plan_in_t *in, const har_settings_t *s, const har_tune_row_t *row)
+{
+    unsigned order[8], cand[8];
+    int n = thresholds_order(in, s, order), m = 0;
+    for (int k = 0; k < n; k++) {
+        int seen = 0;
+        for (int j = 0; j < m; j++) seen |= cand[j] == order[k];
+        if (!seen && can_serve(order[k], in)) cand[m++] = order[k];
+    }
+    keep_meeting(cand, &m, in->forced);
+    keep_meeting(cand, &m, row ? row->choice : 0);
+    return m ? cand[0] : 0;
+}
+
+static void check_plan(const har_plan_in_t *in, const har_settings_t *s)
+{
+    har_plan_t p = har_plan(in, s);
+    const har_tune_row_t *row = har_tune_lookup(s->tune, s->ntune, in->device, in->cls, in->local_size, in->nnodes,
+                                                in->bytes);
+    unsigned want = reference(in, s, row);
+    unsigned got = p.paths & (HOST1 | HOST2 | IPC1 | IPC2 | B(NCCL) | B(MPI));
+    CHECK(got == want, "bytes=%" PRIu64 " local=%d nodes=%d uniform=%d device=%d engines=%#x forced=%#x row=%s: "
+          "got %#x, want %#x", in->bytes, in->local_size, in->nnodes, in->uniform, in->device, in->engines, in->forced,
+          row ? "yes" : "no", got, want);
+    int engine_bit = 1u << p.engine;
+    CHECK((p.paths & engine_bit) && (p.engine == HAR_PATH_MPI || p.engine == HAR_PATH_HOST_SEGMENT ||
+                                     p.engine == HAR_PATH_IPC || p.engine == HAR_PATH_NCCL),
+          "plan engine %d not among its paths %#x", p.engine, p.paths);
+    CHECK(p.one_shot == !!(p.paths & B(ONE_SHOT)), "one_shot %d but paths %#x", p.one_shot, p.paths);
+    int inter = !!(p.paths & (B(RAILS) | B(LEADER) | B(RING) | B(INTER_MPI)));
+    CHECK(inter == (in->nnodes > 1 && (p.engine == HAR_PATH_HOST_SEGMENT || p.engine == HAR_PATH_IPC)),
+          "nodes=%d engine %d: inter-node paths %#x", in->nnodes, p.engine, p.paths);
+    if (inter)
+        CHECK((p.paths & B(RAILS)) == (in->uniform ? B(RAILS) : 0u) &&
+                  !!(p.paths & B(INTER_MPI)) == s->inter_mpi && !!(p.paths & B(RING)) == !s->inter_mpi,
+              "inter-node paths %#x (uniform %d, inter_mpi %d)", p.paths, in->uniform, s->inter_mpi);
+    size_t host = (size_t)s->slot_bytes, dev = (size_t)s->device_slot_bytes;
+    size_t chunk = in->nnodes > 1 ? (host < dev ? host : dev) : p.engine == HAR_PATH_IPC ? dev : host;
+    CHECK(p.chunk_bytes == chunk, "chunk %zu, want %zu", p.chunk_bytes, chunk);
+    CHECK(p.row == NULL || p.row == row, "the plan names a row the lookup did not find");
+}
+
+static void sweep_plans(const har_settings_t *s)
 {
     static const int locals[] = {1, 2, 3, 8}, nodes[] = {1, 2, 4};
-    size_t sizes[] = {0, 1, 4, 64, 1000, 1u << 20, (size_t)INT_MAX * 8, (size_t)cfg->one_shot_max,
-                      (size_t)cfg->one_shot_max + 1, (size_t)cfg->device_one_shot_max,
-                      (size_t)cfg->device_one_shot_max + 1, (size_t)cfg->nccl_min_bytes,
-                      (size_t)cfg->nccl_min_bytes - 1};
+    static const unsigned forced[] = {0, B(MPI), HOST1, HOST2, B(HOST_SEGMENT), B(ONE_SHOT), B(TWO_SHOT),
+                                      B(IPC), IPC1, IPC2, B(NCCL), B(NCCL) | B(ONE_SHOT)};
+    static const unsigned engines[] = {B(HOST_SEGMENT), B(HOST_SEGMENT) | B(IPC), B(HOST_SEGMENT) | B(NCCL),
+                                       B(HOST_SEGMENT) | B(IPC) | B(NCCL)};
+    static const int kinds[][2] = {{HAR_DT_F32, HAR_OP_SUM}, {HAR_DT_I64, HAR_OP_BXOR}, {HAR_DT_NONE, HAR_OP_SUM}};
+    uint64_t sizes[] = {1, 4, 64, 1000, 1u << 20, (uint64_t)INT_MAX * 8, (uint64_t)s->one_shot_max,
+                        (uint64_t)s->one_shot_max + 1, (uint64_t)s->device_one_shot_max,
+                        (uint64_t)s->device_one_shot_max + 1, (uint64_t)s->nccl_min_bytes,
+                        (uint64_t)s->nccl_min_bytes - 1};
     for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++)
-        for (size_t l = 0; l < sizeof locals / sizeof locals[0]; l++)
-            for (size_t k = 0; k < sizeof nodes / sizeof nodes[0]; k++)
-                for (int device = 0; device < 2; device++)
-                    check_choice(sizes[b], locals[l], nodes[k], device, cfg);
+        for (size_t l = 0; l < 4; l++)
+            for (size_t k = 0; k < 3; k++)
+                for (int uniform = 0; uniform < 2; uniform++)
+                    for (int device = 0; device < 2; device++)
+                        for (size_t e = 0; e < 4; e++)
+                            for (size_t f = 0; f < sizeof forced / sizeof forced[0]; f++)
+                                for (size_t t = 0; t < 3; t++)
+                                    for (int shared = 0; shared < 2; shared++) {
+                                        har_plan_in_t in = {sizes[b], 4, locals[l], nodes[k], uniform || nodes[k] == 1,
+                                                            device, shared, kinds[t][0], kinds[t][1], engines[e],
+                                                            forced[f], "TEST_CLASS/1"};
+                                        check_plan(&in, s);
+                                    }
 }
 
-/* Table rows steer the choice where they fit and where their algorithm can
- * serve; elsewhere the thresholds decide. */
+/* ---- the table ------------------------------------------------------------ */
+
 static void check_table(void)
 {
     static const char table[] =
         "# comment\n"
         "\n"
-        "device 2 1 1000 two_shot\n"
-        "  device 2 1 100000 nccl   \n"
-        "device 2 1 inf mpi\n"
-        "host 4 1 4096 mpi\n"
-        "host 4 2 inf mpi\n";
-    har_algo_cfg_t cfg = {.slot_bytes = 1 << 20, .one_shot_max = 16384, .device_one_shot_max = 262144};
+        "device GPU_A/nvlink 2 1 1000 ipc+two_shot\n"
+        "  device GPU_A/nvlink 2 1 100000 nccl   \n"
+        "device GPU_A/nvlink 2 1 inf mpi\n"
+        "device * 2 1 inf host_segment\n"
+        "host CPU_X/16 4 1 4096 mpi\n"
+        "host * 4 2 inf mpi\n";
+    har_settings_t s = {.slot_bytes = 1 << 20, .device_slot_bytes = 32 << 20, .one_shot_max = 16384,
+                        .device_one_shot_max = 262144};
     int bad = 0;
-    cfg.ntune = har_tune_parse(table, cfg.tune, HAR_TUNE_MAX_ROWS, &bad);
-    CHECK(cfg.ntune == 5, "table: %d rows, want 5 (bad line %d)", cfg.ntune, bad);
-    struct { size_t bytes; int local, nodes, device; unsigned avail; har_algo_t want; } cases[] = {
-        {1, 2, 1, 1, ALL_ALGOS, HAR_ALGO_TWO_SHOT},       /* first row */
-        {1000, 2, 1, 1, ALL_ALGOS, HAR_ALGO_TWO_SHOT},    /* its last byte */
-        {1001, 2, 1, 1, ALL_ALGOS, HAR_ALGO_NCCL},        /* the next row */
-        {100000, 2, 1, 1, ALL_ALGOS & ~HAR_ALGO_BIT(NCCL), HAR_ALGO_ONE_SHOT},  /* NCCL not offered: thresholds */
-        {1u << 30, 2, 1, 1, ALL_ALGOS, HAR_ALGO_MPI},     /* inf */
-        {1u << 30, 2, 1, 0, ALL_ALGOS, HAR_ALGO_TWO_SHOT},/* host buffers: no row */
-        {100, 3, 1, 1, ALL_ALGOS, HAR_ALGO_ONE_SHOT},     /* other ranks per node: no row */
-        {100, 4, 1, 0, ALL_ALGOS, HAR_ALGO_MPI},
-        {5000, 4, 1, 0, ALL_ALGOS, HAR_ALGO_ONE_SHOT},    /* past the host row: thresholds */
-        {100, 4, 2, 0, ALL_ALGOS, HAR_ALGO_TWO_SHOT},     /* two nodes: table "mpi" cannot apply */
+    s.ntune = har_tune_parse(table, s.tune, HAR_TUNE_MAX_ROWS, &bad);
+    CHECK(s.ntune == 6, "table: %d rows, want 6 (bad line %d)", s.ntune, bad);
+    unsigned all = B(HOST_SEGMENT) | B(IPC) | B(NCCL);
+    struct { uint64_t bytes; int local, nodes, device; unsigned engines; const char *cls; unsigned want; } cases[] = {
+        {1, 2, 1, 1, all, "GPU_A/nvlink", IPC2},               /* first row */
+        {1000, 2, 1, 1, all, "GPU_A/nvlink", IPC2},            /* its last byte */
+        {1001, 2, 1, 1, all, "GPU_A/nvlink", B(NCCL)},         /* the next row */
+        {100000, 2, 1, 1, B(HOST_SEGMENT) | B(IPC), "GPU_A/nvlink", IPC1},  /* NCCL not on offer: thresholds */
+        {1000, 2, 1, 1, B(HOST_SEGMENT) | B(NCCL), "GPU_B/none", HOST1},  /* the "*" row: host segment */
+        {1u << 20, 2, 1, 1, B(HOST_SEGMENT) | B(NCCL), "GPU_B/none", HOST2},
+        {1u << 30, 2, 1, 1, all, "GPU_A/nvlink", B(MPI)},      /* inf */
+        {1, 2, 1, 1, all, "GPU_B/pcie", HOST1},                /* another class: the "*" row */
+        {1u << 20, 2, 1, 1, all, NULL, HOST2},                 /* class unknown: the "*" row, host thresholds */
+        {1u << 20, 2, 1, 0, B(HOST_SEGMENT) | B(NCCL), "X", HOST2},  /* host buffers: no NCCL */
+        {1u << 30, 2, 1, 0, all, "CPU_X/16", HOST2},           /* host buffers: no row for 2 ranks */
+        {100, 4, 1, 0, all, "CPU_X/16", B(MPI)},
+        {100, 4, 1, 0, all, "CPU_X/8", HOST1},                 /* other cores per rank: thresholds */
+        {5000, 4, 1, 0, all, "CPU_X/16", HOST1},               /* past the host row: thresholds */
+        {100, 4, 2, 0, all, "CPU_X/16", HOST2},                /* two nodes: "mpi" is no candidate there */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        har_choice_t ch = har_choose(cases[i].bytes, cases[i].local, cases[i].nodes, cases[i].device,
-                                     cases[i].avail, HAR_ALGO_AUTO, &cfg);
-        CHECK(ch.algo == cases[i].want, "table case %zu (bytes %zu): got %s, want %s", i, cases[i].bytes,
-              har_algo_name(ch.algo), har_algo_name(cases[i].want));
+        har_plan_in_t in = {cases[i].bytes, 4, cases[i].local, cases[i].nodes, 1, cases[i].device, 0, HAR_DT_F32,
+                            HAR_OP_SUM, cases[i].engines, 0, cases[i].cls};
+        har_plan_t p = har_plan(&in, &s);
+        unsigned got = p.paths & (HOST1 | HOST2 | IPC1 | IPC2 | B(NCCL) | B(MPI));
+        CHECK(got == cases[i].want, "table case %zu (bytes %" PRIu64 ", %s): got %#x, want %#x", i, cases[i].bytes,
+              cases[i].cls ? cases[i].cls : "no class", got, cases[i].want);
+        check_plan(&in, &s);
     }
-    /* A forced algorithm beats the table. */
-    har_choice_t ch = har_choose(1, 2, 1, 1, ALL_ALGOS, HAR_ALGO_HOST_SEGMENT, &cfg);
-    CHECK(ch.algo == HAR_ALGO_HOST_SEGMENT, "forced host_segment over the table: %s", har_algo_name(ch.algo));
+    /* A forced choice beats the table. */
+    har_plan_in_t in = {1, 4, 2, 1, 1, 1, 0, HAR_DT_F32, HAR_OP_SUM, all, B(HOST_SEGMENT), "GPU_A/nvlink"};
+    CHECK(har_plan(&in, &s).engine == HAR_PATH_HOST_SEGMENT, "forced host_segment over the table");
 
     static const char *const bad_tables[] = {
-        "gpu 2 1 10 nccl\n", "device 0 1 10 nccl\n", "device 2 0 10 nccl\n", "device 2 1 10 fast\n",
-        "device 2 1 10 auto\n", "device 2 1 -5 nccl\n", "device 2 1 10 nccl extra\n", "device 2 1 1e3 nccl\n",
-        "device 2 1 nccl\n", "# fine\ndevice 2 1 10 nccl\nhost x 1 10 mpi\n"};
-    static const int bad_lines[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 3};
+        "gpu X 2 1 10 nccl\n", "device X 0 1 10 nccl\n", "device X 2 0 10 nccl\n", "device X 2 1 10 fast\n",
+        "device X 2 1 10 auto\n", "device X 2 1 -5 nccl\n", "device X 2 1 10 nccl extra\n",
+        "device X 2 1 1e3 nccl\n", "device X 2 1 nccl\n", "device 2 1 10 nccl\n", "device X 2 1 10 ipc+ring\n",
+        "device X 2 1 10 ipc++one_shot\n", "# fine\ndevice X 2 1 10 nccl\nhost x 1 10 mpi\n"};
+    static const int bad_lines[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3};
     har_tune_row_t rows[HAR_TUNE_MAX_ROWS];
     for (size_t i = 0; i < sizeof bad_tables / sizeof bad_tables[0]; i++) {
         bad = 0;
@@ -165,12 +260,67 @@ static void check_table(void)
     }
     /* More rows than fit. */
     char big[64 * 40] = "";
-    for (int i = 0; i <= HAR_TUNE_MAX_ROWS; i++) strcat(big, "host 2 1 10 mpi\n");
+    for (int i = 0; i <= HAR_TUNE_MAX_ROWS; i++) strcat(big, "host * 2 1 10 mpi\n");
     CHECK(har_tune_parse(big, rows, HAR_TUNE_MAX_ROWS, &bad) == -1 && bad == HAR_TUNE_MAX_ROWS + 1,
           "a table of %d rows was accepted", HAR_TUNE_MAX_ROWS + 1);
+    /* A row formats back to the text it came from. */
+    char text[256];
+    har_tune_format(&s.tune[1], text, sizeof text);
+    CHECK(strcmp(text, "device GPU_A/nvlink 2 1 100000 nccl") == 0, "row formatted as '%s'", text);
     /* The shipped table parses. */
     CHECK(har_tune_parse(har_tune_builtin, rows, HAR_TUNE_MAX_ROWS, &bad) >= 0, "the built-in table: bad line %d",
           bad);
+}
+
+/* ---- the tuning rule ------------------------------------------------------- */
+
+typedef struct { uint64_t bytes; unsigned choice; double median, p90; } meas_t;
+
+static int derive(const meas_t *m, int n, har_tune_row_t *rows)
+{
+    har_measure_t in[64];
+    for (int i = 0; i < n; i++) in[i] = (har_measure_t){m[i].bytes, m[i].choice, m[i].median, m[i].p90, 1};
+    har_tune_row_t shape = {0, 1, 2, 0, 0, "C/1"};
+    return har_tune_derive(in, n, &shape, rows, HAR_TUNE_MAX_ROWS);
+}
+
+static void check_derive(void)
+{
+    har_tune_row_t rows[HAR_TUNE_MAX_ROWS];
+    /* Noise: B is 3% faster at some sizes, A at others; A won the first. */
+    meas_t noise[] = {{4, HOST1, 1.00, 1.10}, {4, B(MPI), 1.02, 1.12},  {8, HOST1, 1.03, 1.13},
+                      {8, B(MPI), 1.00, 1.10}, {16, HOST1, 1.00, 1.10}, {16, B(MPI), 0.97, 1.07},
+                      {32, HOST1, 1.01, 1.11}, {32, B(MPI), 1.03, 1.13}};
+    int n = derive(noise, 8, rows);
+    CHECK(n == 1 && rows[0].choice == HOST1 && rows[0].max_bytes == UINT64_MAX, "noise: %d rows", n);
+    /* Faster by 10% but within A's spread (p90 above A's median): no switch. */
+    meas_t spread[] = {{4, HOST1, 1.00, 1.05}, {4, B(MPI), 1.20, 1.30}, {8, HOST1, 1.00, 1.05},
+                       {8, B(MPI), 0.90, 1.20}, {16, HOST1, 1.00, 1.05}, {16, B(MPI), 0.90, 1.20}};
+    n = derive(spread, 6, rows);
+    CHECK(n == 1 && rows[0].choice == HOST1, "spread: %d rows, first %#x", n, n > 0 ? rows[0].choice : 0);
+    /* Clearly faster at one size only, then not: no switch. */
+    meas_t once[] = {{4, HOST1, 1.00, 1.05}, {4, HOST2, 2.00, 2.10}, {8, HOST1, 1.00, 1.05},
+                     {8, HOST2, 0.50, 0.55}, {16, HOST1, 1.00, 1.05}, {16, HOST2, 1.10, 1.20}};
+    n = derive(once, 6, rows);
+    CHECK(n == 1 && rows[0].choice == HOST1, "one clear size: %d rows", n);
+    /* Clearly faster at two sizes in a row: it takes over from the first. */
+    meas_t twice[] = {{4, HOST1, 1.00, 1.05}, {4, HOST2, 2.00, 2.10}, {8, HOST1, 2.00, 2.10},
+                      {8, HOST2, 1.50, 1.60}, {16, HOST1, 4.00, 4.20}, {16, HOST2, 2.00, 2.10},
+                      {32, HOST1, 8.00, 8.20}, {32, HOST2, 4.00, 4.10}};
+    n = derive(twice, 8, rows);
+    CHECK(n == 2 && rows[0].choice == HOST1 && rows[0].max_bytes == 4 && rows[1].choice == HOST2 &&
+              rows[1].max_bytes == UINT64_MAX, "two clear sizes: %d rows", n);
+    /* The last size needs no next one; a dropped winner gives way. */
+    meas_t last[] = {{4, HOST1, 1.00, 1.05}, {4, B(MPI), 2.00, 2.10}, {8, B(MPI), 3.00, 3.10},
+                     {16, B(MPI), 3.00, 3.10}, {16, HOST2, 1.00, 1.10}};
+    n = derive(last, 5, rows);
+    CHECK(n == 3 && rows[0].choice == HOST1 && rows[0].max_bytes == 4 && rows[1].choice == B(MPI) &&
+              rows[1].max_bytes == 8 && rows[2].choice == HOST2, "last size and dropped winner: %d rows", n);
+    /* Failed measurements never win. */
+    har_measure_t failed[] = {{4, HOST1, 1.0, 1.1, 0}, {4, HOST2, 2.0, 2.1, 1}};
+    har_tune_row_t shape = {0, 1, 2, 0, 0, "C/1"};
+    n = har_tune_derive(failed, 2, &shape, rows, HAR_TUNE_MAX_ROWS);
+    CHECK(n == 1 && rows[0].choice == HOST2, "a failed candidate won");
 }
 
 int main(int argc, char **argv)
@@ -195,22 +345,23 @@ int main(int argc, char **argv)
     static const long long slots[] = {0, 1, 63, 64, 65, 127, 128, 1000, 4096, 1 << 20, (1 << 20) + 3, 1ll << 30};
     for (size_t s = 0; s < sizeof slots / sizeof slots[0]; s++)
         for (size_t e = 0; e < 4; e++) check_chunk((size_t)slots[s], elems[e]);
-    /* Choices: one-shot thresholds at their edges, then whatever this
-     * environment's HAR_* variables give (its table included). */
-    static const long long shots[] = {0, 1, 64, 16384, 1ll << 30};
-    for (size_t o = 0; o < sizeof shots / sizeof shots[0]; o++)
-        for (size_t d = 0; d < sizeof shots / sizeof shots[0]; d++)
-            for (size_t m = 0; m < sizeof shots / sizeof shots[0]; m++) {
-                har_algo_cfg_t cfg = {.one_shot_max = shots[o], .device_one_shot_max = shots[d],
-                                      .nccl_min_bytes = shots[m]};
-                sweep_choice(&cfg);
+    /* Plans: thresholds at their edges, both inter-node engines, then
+     * whatever this environment's HAR_* variables give (table aside). */
+    static const long long shots[] = {0, 64, 16384, 1ll << 30};
+    for (size_t o = 0; o < 4; o++)
+        for (size_t d = 0; d < 4; d++)
+            for (size_t m = 0; m < 4; m++) {
+                har_settings_t s = {.slot_bytes = 1 << 20, .device_slot_bytes = 32 << 20, .one_shot_max = shots[o],
+                                    .device_one_shot_max = shots[d], .nccl_min_bytes = shots[m],
+                                    .inter_mpi = (int)(o & 1)};
+                sweep_plans(&s);
             }
     check_table();
-    har_config_load();
-    har_algo_cfg_t env;
-    har_algo_cfg_local(&env);
-    env.ntune = 0;  /* check_choice assumes no row fits */
-    sweep_choice(&env);
+    check_derive();
+    har_config_load(0);
+    har_settings_t env;
+    har_settings_from(&har_cfg, &env);
+    sweep_plans(&env);
 
     printf("test_plan: %s: %lu checks, %lu failed (seed %" PRIu64 ")\n",
            failures ? "FAIL" : "ok", checks, failures, seed);

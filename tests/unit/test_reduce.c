@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "internal.h"
+#include "host/reduce.h"
 
 typedef enum { K_SIGNED, K_UNSIGNED, K_FLOAT, K_DOUBLE, K_BOOL, K_BYTE, K_OTHER } kind_t;
 typedef struct { MPI_Datatype type; const char *name; size_t size; kind_t kind; } type_case_t;

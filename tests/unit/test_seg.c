@@ -26,8 +26,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "hier.h"
-#include "seg.h"
+#include "plan/plan.h"
+#include "host/segment.h"
+#include "host/reduce.h"
 
 #define MAX_CHILDREN 4
 #define SAFETY_S 30  /* alarm() in every process: a hang fails, never blocks the suite */

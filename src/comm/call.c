@@ -1,0 +1,187 @@
+/* One call: arrival, plan, engines on first need, run (call.h).
+ *
+ * A node starts out assuming host memory everywhere: no call has an arrival
+ * step of its own, a size the plan hands to the MPI makes no
+ * synchronisation, and a host-segment call's first step carries its input.
+ * The first rank that finds a CUDA context in its process says so in the
+ * segment header, from its next call on; every local rank reads that before
+ * its own next call (the call it is in has passed this rank's contribution),
+ * so all switch at the same call. From then on every call starts with an
+ * arrival: each rank posts where its buffers are (and its input, when the
+ * plan for host memory would use the host segment, so a host call still
+ * makes one synchronisation), and the node plans from what all posted. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "comm/call.h"
+#include "core/log.h"
+
+static const har_engine_ops_t *const engines[HAR_PATH_COUNT] = {
+#define HAR_ENGINE_ENTRY(id, name) [HAR_PATH_##id] = &har_engine_##name,
+    HAR_ENGINE_LIST(HAR_ENGINE_ENTRY)
+#undef HAR_ENGINE_ENTRY
+};
+
+const har_engine_ops_t *har_engine_of(int path) { return engines[path]; }
+
+/* What the node agreed at an arrival. */
+typedef struct {
+    int all_device;     /* every rank's buffers are on one GPU, the one its device engines use */
+    int ctx_ranks;      /* ranks with a CUDA context for that GPU */
+} agreed_t;
+
+/* Engines that may serve: set up, not yet tried, or failed once and worth
+ * one more try because a rank has reported a CUDA context since. */
+static unsigned engines_on_offer(const har_comm_t *c, int ctx_ranks)
+{
+    unsigned mask = 0;
+    for (int e = 0; e < HAR_PATH_COUNT; e++) {
+        const har_engine_slot_t *s = &c->eng[e];
+        if (s->state != HAR_ENGINE_OFF || (s->failed && !s->retried && ctx_ranks > s->ctx_ranks)) mask |= 1u << e;
+    }
+    return mask;
+}
+
+int har_call_wants_cuda(const har_node_t *node, const har_call_t *call, uint64_t no)
+{
+#ifdef HAR_TEST_HOOKS
+    char who[16];
+    unsigned long long from;
+    if (sscanf(HAR_CFG(test_cuda_at).s, "%15[^:]:%llu", who, &from) == 2 &&
+        (strcmp(who, "*") == 0 || atoi(who) == node->rank) && no >= from)
+        return 1;
+#else
+    (void)node; (void)no;
+#endif
+    return call->cuda && (call->in_kind != HAR_MEM_HOST || call->out_kind != HAR_MEM_HOST || har_cuda_context_current());
+}
+
+/* The call's first node synchronisation: post this rank's record (and its
+ * first chunk of input if `load`), wait for every local rank's, read theirs. */
+static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, size_t chunk_bytes, int load,
+                           agreed_t *agreed)
+{
+    har_node_t *node = &c->node;
+    har_seg_t *seg = &node->seg;
+    if (load) {
+        size_t n = har_chunk_elems(chunk_bytes, call->red.elem_size);
+        size_t bytes = (call->count < n ? call->count : n) * call->red.elem_size;
+        har_status_t st = har_mem_copy(har_seg_slot(seg, node->local_rank, node->host_seq & 1), HAR_MEM_HOST,
+                                       call->in, call->in_kind, bytes);
+        if (st != HAR_OK) return st;
+    }
+    har_arrival_t *mine = &har_seg_ctl(seg, node->local_rank)->arrival[no & 1];
+    int on_gpu = call->device >= 0;
+    mine->flags = (load ? HAR_ARRIVE_LOADED : 0) | (on_gpu && har_cuda_context_for(call->device) ? HAR_ARRIVE_CTX : 0) |
+                  (!c->surveyed || call->device == c->gpu.device ? HAR_ARRIVE_SAME : 0);
+    mine->dev = on_gpu ? call->device + 1 : 0;
+    mine->call = no;
+    har_seg_signal(seg);
+    har_status_t st = har_node_wait_all(node, "arrival");
+    if (st != HAR_OK) return st;
+    int loaded = 1;
+    agreed->all_device = 1;
+    agreed->ctx_ranks = 0;
+    for (int r = 0; r < node->local_size; r++) {
+        const har_arrival_t *a = &har_seg_ctl(seg, r)->arrival[no & 1];
+        loaded &= (a->flags & HAR_ARRIVE_LOADED) != 0;
+        agreed->all_device &= a->dev != 0 && (a->flags & HAR_ARRIVE_SAME);
+        agreed->ctx_ranks += (a->flags & HAR_ARRIVE_CTX) != 0;
+    }
+    call->loaded_me = load;
+    call->loaded_all = loaded;
+    return HAR_OK;
+}
+
+/* Sets an engine up: collective on the node, and every rank ends with the
+ * same state. Device engines need every rank's CUDA context. */
+static har_status_t setup(har_comm_t *c, int e, const agreed_t *agreed)
+{
+    har_engine_slot_t *s = &c->eng[e];
+    har_engine_setup_t r;
+    if (s->failed) s->retried = 1;
+    if (agreed->ctx_ranks < c->node.local_size) {
+        har_node_agree(&c->node, 0, 0, e == HAR_PATH_IPC ? "CUDA IPC engine" : "NCCL engine",
+                       "device buffers but no current CUDA context on their GPU in this thread",
+                       "device buffers take another engine until a rank reports one");
+        r = HAR_ENGINE_FAILED;
+    } else {
+        r = engines[e]->setup(&c->node, &c->gpu, &s->impl);
+    }
+    s->state = r == HAR_ENGINE_READY ? HAR_ENGINE_ON : HAR_ENGINE_OFF;
+    s->failed = r == HAR_ENGINE_FAILED;
+    s->ctx_ranks = agreed->ctx_ranks;
+    return HAR_OK;
+}
+
+har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan)
+{
+    har_node_t *node = &c->node;
+    har_seg_hdr_t *hdr = node->seg.hdr;
+    if (c->failed || atomic_load(&hdr->failed)) {
+        if (!c->failed)
+            har_log(HAR_LOG_ERROR, "rank %d (node %d): a local peer reported a failure; all-reduces on this "
+                    "communicator fail from now on", node->rank, node->node);
+        c->failed = 1;
+        return HAR_ST_PEER_FAILED;
+    }
+    memset(plan, 0, sizeof *plan);
+    plan->engine = HAR_PATH_MPI;
+    plan->paths = HAR_BIT(MPI);
+    if (call->bytes < (uint64_t)c->set.min_bytes || call->bytes > (uint64_t)c->set.max_bytes) return HAR_OK;
+
+    uint64_t no = c->calls++;
+    if (!c->cuda_node) {
+        uint64_t from = atomic_load(&hdr->cuda_from_call);
+        if (from <= no) {
+            c->cuda_node = 1;
+            HAR_LOG(HAR_LOG_DEBUG, "node %d: a local rank has CUDA; every call from call %llu starts with an "
+                    "arrival", node->node, (unsigned long long)from);
+        } else if (from == UINT64_MAX && har_call_wants_cuda(node, call, no)) {
+            uint64_t unset = UINT64_MAX;
+            atomic_compare_exchange_strong(&hdr->cuda_from_call, &unset, no + 1);
+        }
+    }
+    har_plan_in_t in = {call->bytes, call->red.elem_size, node->local_size, node->nnodes, node->uniform, 0, 0,
+                        call->red.dev_type, call->red.dev_op, engines_on_offer(c, 0), forced, c->host_cls};
+    har_plan_t host = har_plan(&in, &c->set);
+    agreed_t agreed = {0, 0};
+    if (!c->cuda_node) {
+        *plan = host;
+        if (plan->engine == HAR_PATH_MPI) return HAR_OK;
+        return arrive(c, call, no, host.chunk_bytes, 1, &agreed);
+    }
+    int load = call->in_kind == HAR_MEM_HOST && host.engine == HAR_PATH_HOST_SEGMENT;
+    har_status_t st = arrive(c, call, no, host.chunk_bytes, load, &agreed);
+    if (st != HAR_OK) return st;
+    if (!agreed.all_device) {
+        *plan = host;  /* the same inputs as before the arrival */
+        return HAR_OK;
+    }
+    if (!c->surveyed) {
+        if ((st = har_gpu_survey(node->node_comm, call->device, &c->gpu)) != HAR_OK) return st;
+        c->surveyed = 1;
+    }
+    in.device = 1;
+    in.shared_gpu = c->gpu.shared_gpu;
+    in.cls = c->gpu.cls;
+    for (;;) {
+        in.engines = engines_on_offer(c, agreed.ctx_ranks);
+        *plan = har_plan(&in, &c->set);
+        if (plan->engine == HAR_PATH_MPI || c->eng[plan->engine].state == HAR_ENGINE_ON) return HAR_OK;
+        setup(c, plan->engine, &agreed);  /* on or off now, so the loop ends */
+    }
+}
+
+har_status_t har_comm_run(har_comm_t *c, const har_call_t *call, const har_plan_t *plan)
+{
+    return engines[plan->engine]->run(c->eng[plan->engine].impl, &c->node, call, plan);
+}
+
+void har_comm_fail(har_comm_t *c)
+{
+    if (!c->failed)
+        har_log(HAR_LOG_ERROR, "rank %d: all-reduces on this communicator fail from now on", c->node.rank);
+    har_seg_fail(&c->node.seg);
+    c->failed = 1;
+}

@@ -1,0 +1,26 @@
+/* One call on a communicator har serves: the node's agreement at arrival,
+ * the plan, the engines set up when the plan first needs them, and the
+ * engine's run. */
+#ifndef HAR_CALL_H
+#define HAR_CALL_H
+
+#include "comm/state.h"
+
+/* The plan of the call, made alike on every local rank. May synchronise the
+ * node (the arrival) and set engines up (collective on the node). On a
+ * failure the communicator is failed for good (see har_comm_fail). */
+HAR_HIDDEN har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan);
+/* Carries a plan out on its engine (not the MPI: entry.c forwards). */
+HAR_HIDDEN har_status_t har_comm_run(har_comm_t *c, const har_call_t *call, const har_plan_t *plan);
+/* A call failed after peers were involved (death, time-out): the local
+ * peers are told to stop waiting, and every later call here fails, since
+ * ranks cannot tell which calls their peers completed and handing later
+ * calls to the MPI could pair different calls and mix their data. */
+HAR_HIDDEN void har_comm_fail(har_comm_t *c);
+/* Does this rank have CUDA at call `no`: device buffers, or a current
+ * context? (Cheap while the application has not loaded libcuda.) */
+HAR_HIDDEN int har_call_wants_cuda(const har_node_t *node, const har_call_t *call, uint64_t no);
+/* The engine serving a path (NULL for the MPI). */
+HAR_HIDDEN const har_engine_ops_t *har_engine_of(int path);
+
+#endif

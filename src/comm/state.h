@@ -1,0 +1,48 @@
+/* Per-communicator state: made collectively on a communicator's first
+ * eligible call, cached as an attribute (a duplicate gets its own), released
+ * by the attribute's delete callback without MPI calls. */
+#ifndef HAR_STATE_H
+#define HAR_STATE_H
+
+#include "engine.h"
+
+typedef enum { HAR_ENGINE_UNTRIED, HAR_ENGINE_ON, HAR_ENGINE_OFF } har_engine_state_t;
+
+typedef struct {
+    void *impl;
+    har_engine_state_t state;
+    int failed;                 /* OFF after a failed set-up (not NOT_HERE) */
+    int ctx_ranks;              /* local ranks reporting a CUDA context when it failed */
+    int retried;                /* the one retry was made */
+} har_engine_slot_t;
+
+typedef struct har_comm {
+    struct har_comm *next, *prev;   /* every live state, for MPI_Finalize */
+    har_node_t node;
+    har_settings_t set;             /* rank 0's */
+    int usable;                     /* 0: set-up failed on some rank: every call goes to the MPI */
+    int failed;                     /* a call failed after peers were involved: every later call fails */
+    uint64_t calls;                 /* calls planned on this communicator: the same count on every rank */
+    int cuda_node;                  /* the node agreed some rank has CUDA: every call starts with an arrival */
+    int surveyed;                   /* gpu holds the node's device survey */
+    har_gpu_t gpu;
+    char host_cls[HAR_CLASS_LEN];   /* the class the table's host rows are keyed by */
+    har_engine_slot_t eng[HAR_PATH_COUNT];  /* by engine path */
+} har_comm_t;
+
+HAR_HIDDEN void har_comm_init(void);
+/* Releases every state (MPI_Finalize): every rank's last call is over. */
+HAR_HIDDEN void har_comm_finalize(void);
+/* This communicator's state, made collectively at its first eligible call
+ * (`call`); NULL when the MPI refuses the attribute. Not usable for
+ * communicators har does not serve (inter-communicators, one rank) or
+ * whose set-up failed on some rank. */
+HAR_HIDDEN har_comm_t *har_comm_get(MPI_Comm comm, const har_call_t *call);
+/* "CPU_MODEL/cores per rank": the class the tuning table's host rows are
+ * keyed by (cores per rank: the cores this process may run on, shared by
+ * the node's ranks). */
+HAR_HIDDEN void har_host_class(int cores_per_rank, char *out, size_t len);
+/* The state if it was made already; NULL otherwise (no MPI collective). */
+HAR_HIDDEN har_comm_t *har_comm_peek(MPI_Comm comm);
+
+#endif

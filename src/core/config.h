@@ -1,0 +1,121 @@
+/* Every HAR_* variable in one table: field, type, default, scope, range,
+ * choices and meaning. Read once at MPI_Init, validated (a bad value is
+ * refused with one warning naming it, and the default is used), printed by
+ * har-info. Variables of scope RANK0 steer the algorithm: a communicator
+ * plans with rank 0's values, broadcast when it is set up. */
+#ifndef HAR_CONFIG_H
+#define HAR_CONFIG_H
+
+#include <stdio.h>
+#include "core/common.h"
+
+typedef enum { HAR_T_BOOL, HAR_T_INT, HAR_T_SIZE, HAR_T_SECONDS, HAR_T_STR, HAR_T_ENUM, HAR_T_CHOICE } har_var_type_t;
+enum { LOCAL = 0, RANK0 = 1 };
+#define HAR_GIB (1ll << 30)
+
+/* X(field, type, default, scope, min, max, choices, meaning). min and max
+ * bound numbers (sizes in bytes); choices lists an ENUM's words. */
+#define HAR_VAR_LIST(X)                                                                         \
+    X(enable, HAR_T_BOOL, "1", LOCAL, 0, 1, NULL,                                               \
+      "0 forwards every MPI_Allreduce to the MPI untouched (set it alike on every rank)")         \
+    X(verbose, HAR_T_INT, "0", LOCAL, 0, 3, NULL,                                               \
+      "0 quiet; 1 counters at MPI_Finalize; 2 set-up decisions; 3 every call")                  \
+    X(require_path, HAR_T_CHOICE, "", LOCAL, 0, 0, NULL,                                        \
+      "path names joined by +: any call that does not show them all fails with an MPI error")   \
+    X(mpi_cuda_p2p, HAR_T_ENUM, "auto", LOCAL, 0, 0, "auto,0,1",                                \
+      "auto, 0 or 1: can the MPI send and receive device memory")                               \
+    X(mpi_cuda_reduce, HAR_T_ENUM, "auto", LOCAL, 0, 0, "auto,0,1",                             \
+      "auto, 0 or 1: can the MPI's own MPI_Allreduce reduce device memory")                     \
+    X(node_size, HAR_T_INT, "0", RANK0, 0, 1 << 20, NULL,                                       \
+      "k>0 splits each node into pretend nodes of k ranks (testing on one machine)")            \
+    X(min_bytes, HAR_T_SIZE, "0", RANK0, 0, 1ll << 50, NULL, "calls smaller than this go to the MPI") \
+    X(max_bytes, HAR_T_SIZE, "1G", RANK0, 0, 1ll << 50, NULL, "calls larger than this go to the MPI") \
+    X(slot_bytes, HAR_T_SIZE, "1M", RANK0, 128, HAR_GIB, NULL,                                  \
+      "bytes of each rank's data slot in the host node segment (two are kept per rank)")        \
+    X(one_shot_max, HAR_T_SIZE, "16K", RANK0, 0, 1ll << 50, NULL,                               \
+      "largest message reduced one-shot on a single node")                                      \
+    X(ipc, HAR_T_BOOL, "1", LOCAL, 0, 1, NULL,                                                  \
+      "0: no CUDA IPC engine; device buffers then take NCCL or the host segment")               \
+    X(ipc_shared_gpu, HAR_T_BOOL, "0", LOCAL, 0, 1, NULL,                                       \
+      "1: ranks sharing a GPU use the kernels too (with MPS; without it their kernels time-slice and wait on each other)") \
+    X(device_slot_bytes, HAR_T_SIZE, "32M", RANK0, 1 << 20, 16 * HAR_GIB, NULL,                 \
+      "bytes of each rank's data slot in the CUDA IPC segment (two per rank, GPU memory)")      \
+    X(device_one_shot_max, HAR_T_SIZE, "256K", RANK0, 0, 1ll << 50, NULL,                       \
+      "largest message on device buffers reduced one-shot on a single node")                    \
+    X(algo, HAR_T_CHOICE, "auto", RANK0, 0, 0, NULL,                                            \
+      "auto (tuning table, then thresholds), or path names joined by + that every call must show where a plan can: mpi, host_segment, ipc, nccl, one_shot, two_shot") \
+    X(tuning, HAR_T_STR, "builtin", RANK0, 0, 0, NULL,                                          \
+      "builtin (the shipped table), none (thresholds only), or a table file written by har-bench --tuning") \
+    X(nccl, HAR_T_STR, "libnccl.so.2", LOCAL, 0, 0, NULL,                                       \
+      "NCCL library loaded at run time for device buffers on one node (a name or a path); 0: never") \
+    X(nccl_min_bytes, HAR_T_SIZE, "64M", RANK0, 0, 1ll << 50, NULL,                             \
+      "where no tuning-table row fits, device messages of at least this size go to NCCL (when it loads); 0: never") \
+    X(reduce_threads, HAR_T_INT, "0", LOCAL, 0, 64, NULL,                                       \
+      "threads per rank for large host reductions; 0: the rank's cores, at most 4")             \
+    X(inter, HAR_T_ENUM, "ring", RANK0, 0, 0, "ring,mpi",                                       \
+      "ring or mpi: the inter-node step by har's ring or by the MPI's MPI_Allreduce")           \
+    X(max_comms, HAR_T_INT, "16", LOCAL, 0, 4096, NULL,                                         \
+      "communicators per process that get a node segment; later ones go to the MPI")            \
+    X(timeout, HAR_T_SECONDS, "0", RANK0, 0, 1e7, NULL,                                         \
+      "seconds a rank may wait for a peer before failing; 0 waits for ever (a dead peer is detected either way)") \
+    HAR_TEST_VAR_LIST(X)
+
+/* Test hooks: only in the test build of the library (HAR_TEST_HOOKS), which
+ * the suite links; the installed libhar reads none of them. */
+#ifdef HAR_TEST_HOOKS
+#define HAR_TEST_VAR_LIST(X)                                                                    \
+    X(test_corrupt, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                           \
+      "test build: RANK:INDEX flips one result element on that rank")                           \
+    X(test_ipc_fail, HAR_T_BOOL, "0", LOCAL, 0, 1, NULL,                                        \
+      "test build: the CUDA IPC engine's set-up fails on local rank 0, so the node disables it") \
+    X(test_nccl_fail, HAR_T_BOOL, "0", LOCAL, 0, 1, NULL,                                       \
+      "test build: the NCCL engine's set-up fails on local rank 0, so the node disables it")    \
+    X(test_cuda_at, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                           \
+      "test build: RANK:CALL, rank RANK of every communicator (* for all) acts as if it had a CUDA context from its call number CALL on")
+#else
+#define HAR_TEST_VAR_LIST(X)
+#endif
+
+enum {
+#define HAR_VAR_ENUM(name, type, def, scope, lo, hi, choices, doc) HAR_V_##name,
+    HAR_VAR_LIST(HAR_VAR_ENUM)
+#undef HAR_VAR_ENUM
+    HAR_NVARS
+};
+
+#define HAR_VAR_TEXT 1024  /* room for a path (HAR_TUNING, HAR_NCCL) */
+typedef struct {
+    long long i;        /* bool, int, size, enum index, choice mask */
+    double d;           /* seconds */
+    char s[HAR_VAR_TEXT];
+    const char *source; /* "default" or "environment" */
+} har_value_t;
+
+typedef struct { har_value_t v[HAR_NVARS]; } har_config_t;
+
+/* This process's values. */
+extern HAR_HIDDEN har_config_t har_cfg;
+#define HAR_CFG(name) (har_cfg.v[HAR_V_##name])
+
+/* Reads and validates every variable; `report` warns about bad values and
+ * unknown names (world rank 0 does). */
+HAR_HIDDEN void har_config_load(int report);
+/* Every variable: value, source, meaning; as the README's markdown table. */
+HAR_HIDDEN void har_config_print(FILE *out, int markdown);
+/* Packs the RANK0 values of `cfg` into `buf` (har_config_rank0_bytes long),
+ * or unpacks them over `cfg`: the broadcast of a communicator's set-up. */
+HAR_HIDDEN size_t har_config_rank0_bytes(void);
+HAR_HIDDEN void har_config_rank0_pack(const har_config_t *cfg, void *buf);
+HAR_HIDDEN void har_config_rank0_unpack(har_config_t *cfg, const void *buf);
+
+/* Path names joined by '+' (HAR_ALGO, HAR_REQUIRE_PATH, table rows) as a
+ * mask of (1u << HAR_PATH_x); `allowed` limits the names. 0 with *ok = 0 on
+ * an unknown name; "auto" and "" are 0 with *ok = 1. */
+HAR_HIDDEN unsigned har_choice_parse(const char *text, unsigned allowed, int *ok);
+HAR_HIDDEN void har_choice_format(unsigned mask, char *buf, size_t len);
+/* The names a choice may use: engines and shots. */
+#define HAR_CHOICE_NAMES ((1u << HAR_PATH_MPI) | (1u << HAR_PATH_HOST_SEGMENT) | (1u << HAR_PATH_IPC) | \
+                          (1u << HAR_PATH_NCCL) | (1u << HAR_PATH_ONE_SHOT) | (1u << HAR_PATH_TWO_SHOT))
+#define HAR_BIT(p) (1u << HAR_PATH_##p)
+
+#endif

@@ -1,0 +1,224 @@
+// Reduction kernels over CUDA IPC-mapped peer memory.
+//
+// One kernel per chunk. Each block owns the same sub-ranges on every rank,
+// and synchronises only with the same block index on the peers: a flag line
+// per (writer, block) in the reader's own memory, written remotely with a
+// system-scope release after the block's data, polled locally with acquire.
+// The host has seen every peer arrive before launching, so no block spins on
+// a peer that has not started the call.
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include "cuda/kernels.h"
+
+namespace {
+
+__device__ __forceinline__ void store_release_sys(uint64_t *p, uint64_t v)
+{
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ uint64_t load_acquire_sys(const uint64_t *p)
+{
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ uint64_t *flag(char *area, int writer, int block)
+{
+    return (uint64_t *)(area + ((size_t)writer * HAR_DEV_MAX_BLOCKS + block) * HAR_DEV_LINE);
+}
+
+// Every block of this rank meets the same block of every peer at epoch e.
+// Returns false if the host asked to stop (a peer died or timed out).
+__device__ bool barrier(const har_dev_args_t &a, uint64_t e)
+{
+    __shared__ int stop;
+    __syncthreads();  // the whole block's writes come before thread 0's release
+    if (threadIdx.x == 0) {
+        stop = 0;
+        __threadfence_system();
+        for (int p = 0; p < a.nranks; p++)
+            if (p != a.me) store_release_sys(flag(a.flags[p], a.me, blockIdx.x), e);
+        for (int p = 0; p < a.nranks && !stop; p++) {
+            if (p == a.me) continue;
+            for (unsigned spins = 1; load_acquire_sys(flag(a.flags[a.me], p, blockIdx.x)) < e; spins++)
+                if ((spins & 1023) == 0 && *a.abort) { stop = 1; break; }
+        }
+    }
+    __syncthreads();
+    return !stop;
+}
+
+// Sub-range `i` of `parts` over n elements, in 64-byte units (as har_shard).
+__device__ void split(size_t n, size_t elem, int parts, int i, size_t *off, size_t *len)
+{
+    size_t unit = 64 / elem, units = (n + unit - 1) / unit;
+    size_t b = units * i / parts * unit, e = units * (i + 1) / parts * unit;
+    b = b < n ? b : n;
+    e = e < n ? e : n;
+    *off = b;
+    *len = e - b;
+}
+
+// The range of shard s that block b handles.
+__device__ void block_range(const har_dev_args_t &a, int shards, int s, size_t *off, size_t *len)
+{
+    size_t soff, slen, boff;
+    split(a.n, a.elem, shards, s, &soff, &slen);
+    split(slen, a.elem, gridDim.x, blockIdx.x, &boff, len);
+    *off = soff + boff;
+}
+
+template <typename T> struct unsigned_of { typedef T type; };
+template <> struct unsigned_of<int32_t> { typedef uint32_t type; };
+template <> struct unsigned_of<int64_t> { typedef uint64_t type; };
+
+// Integer sum and product wrap in unsigned arithmetic, like the host path.
+template <typename T, int OP> __device__ __forceinline__ T apply(T x, T y)
+{
+    typedef typename unsigned_of<T>::type U;
+    if constexpr (OP == HAR_OP_MIN) return y < x ? y : x;
+    else if constexpr (OP == HAR_OP_MAX) return y > x ? y : x;
+    else if constexpr (OP == HAR_OP_SUM) return (T)((U)x + (U)y);
+    else if constexpr (OP == HAR_OP_PROD) return (T)((U)x * (U)y);
+    else if constexpr (OP == HAR_OP_BAND) return x & y;
+    else if constexpr (OP == HAR_OP_BOR) return x | y;
+    else if constexpr (OP == HAR_OP_BXOR) return x ^ y;
+    else if constexpr (OP == HAR_OP_LAND) return (T)((x != 0) && (y != 0));
+    else if constexpr (OP == HAR_OP_LOR) return (T)((x != 0) || (y != 0));
+    else return (T)((x != 0) != (y != 0));
+}
+
+// dst[i] = src[0][i] op src[1][i] op ... for i in [off, off+len): ranks in
+// order, 16-byte loads where every pointer allows them.
+template <typename T, int OP>
+__device__ void reduce_range(char *dst, char *const *src, int nsrc, size_t off, size_t len, bool vec)
+{
+    constexpr int V = 16 / sizeof(T);
+    size_t done = 0;
+    if (vec) {
+        size_t nvec = len / V;
+        for (size_t v = threadIdx.x; v < nvec; v += blockDim.x) {
+            union { uint4 raw; T e[V]; } acc, x;
+            acc.raw = *(const uint4 *)(src[0] + (off + v * V) * sizeof(T));
+            for (int r = 1; r < nsrc; r++) {
+                x.raw = *(const uint4 *)(src[r] + (off + v * V) * sizeof(T));
+#pragma unroll
+                for (int k = 0; k < V; k++) acc.e[k] = apply<T, OP>(acc.e[k], x.e[k]);
+            }
+            *(uint4 *)(dst + (off + v * V) * sizeof(T)) = acc.raw;
+        }
+        done = nvec * V;
+    }
+    for (size_t i = done + threadIdx.x; i < len; i += blockDim.x) {
+        T acc = ((const T *)src[0])[off + i];
+        for (int r = 1; r < nsrc; r++) acc = apply<T, OP>(acc, ((const T *)src[r])[off + i]);
+        ((T *)dst)[off + i] = acc;
+    }
+}
+
+template <typename T> __device__ void copy_range(char *dst, const char *src, size_t off, size_t len, bool vec)
+{
+    constexpr int V = 16 / sizeof(T);
+    size_t done = 0;
+    if (vec) {
+        size_t nvec = len / V;
+        for (size_t v = threadIdx.x; v < nvec; v += blockDim.x)
+            *(uint4 *)(dst + (off + v * V) * sizeof(T)) = *(const uint4 *)(src + (off + v * V) * sizeof(T));
+        done = nvec * V;
+    }
+    for (size_t i = done + threadIdx.x; i < len; i += blockDim.x) ((T *)dst)[off + i] = ((const T *)src)[off + i];
+}
+
+template <typename T, int OP> __global__ void __launch_bounds__(512) allreduce(har_dev_args_t a)
+{
+    const int shards = a.one_shot ? 1 : a.nranks;
+    const bool vec = a.aligned;  // slots are always aligned; the user's buffers may not be
+    size_t off, len;
+    if (a.phase != HAR_DEV_GATHER) {
+        for (int s = 0; s < shards; s++) {
+            block_range(a, shards, s, &off, &len);
+            copy_range<T>(a.slot[a.me], a.in, off, len, vec);
+        }
+        if (!barrier(a, a.epoch + 1)) return;
+        if (a.one_shot) {
+            block_range(a, 1, 0, &off, &len);
+            reduce_range<T, OP>(a.out, a.slot, a.nranks, off, len, vec);
+            return;
+        }
+        block_range(a, shards, a.me, &off, &len);
+        reduce_range<T, OP>(a.slot[a.me], a.slot, a.nranks, off, len, true);
+        if (a.phase == HAR_DEV_REDUCE) return;
+    }
+    if (!barrier(a, a.epoch + 2)) return;
+    for (int s = 0; s < shards; s++) {
+        block_range(a, shards, s, &off, &len);
+        copy_range<T>(a.out, a.slot[s], off, len, vec);
+    }
+}
+
+__global__ void probe(const uint4 *peer, uint4 *out) { *out = __ldcv(peer); }  // not from any cache
+
+template <typename T, int OP> int launch_one(const har_dev_args_t *a, int blocks, cudaStream_t s)
+{
+    allreduce<T, OP><<<blocks, 512, 0, s>>>(*a);
+    return (int)cudaGetLastError();
+}
+
+template <typename T> int launch_int(const har_dev_args_t *a, int blocks, cudaStream_t s)
+{
+    switch (a->op) {
+    case HAR_OP_SUM: return launch_one<T, HAR_OP_SUM>(a, blocks, s);
+    case HAR_OP_PROD: return launch_one<T, HAR_OP_PROD>(a, blocks, s);
+    case HAR_OP_MIN: return launch_one<T, HAR_OP_MIN>(a, blocks, s);
+    case HAR_OP_MAX: return launch_one<T, HAR_OP_MAX>(a, blocks, s);
+    case HAR_OP_BAND: return launch_one<T, HAR_OP_BAND>(a, blocks, s);
+    case HAR_OP_BOR: return launch_one<T, HAR_OP_BOR>(a, blocks, s);
+    case HAR_OP_BXOR: return launch_one<T, HAR_OP_BXOR>(a, blocks, s);
+    case HAR_OP_LAND: return launch_one<T, HAR_OP_LAND>(a, blocks, s);
+    case HAR_OP_LOR: return launch_one<T, HAR_OP_LOR>(a, blocks, s);
+    case HAR_OP_LXOR: return launch_one<T, HAR_OP_LXOR>(a, blocks, s);
+    }
+    return (int)cudaErrorInvalidValue;
+}
+
+template <typename T> int launch_float(const har_dev_args_t *a, int blocks, cudaStream_t s)
+{
+    switch (a->op) {
+    case HAR_OP_SUM: return launch_one<T, HAR_OP_SUM>(a, blocks, s);
+    case HAR_OP_PROD: return launch_one<T, HAR_OP_PROD>(a, blocks, s);
+    case HAR_OP_MIN: return launch_one<T, HAR_OP_MIN>(a, blocks, s);
+    case HAR_OP_MAX: return launch_one<T, HAR_OP_MAX>(a, blocks, s);
+    }
+    return (int)cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+extern "C" int har_dev_blocks(size_t bytes)
+{
+    size_t blocks = bytes / (32 << 10);  // 32 KiB per block before adding more
+    return blocks < 1 ? 1 : blocks > HAR_DEV_MAX_BLOCKS ? HAR_DEV_MAX_BLOCKS : (int)blocks;
+}
+
+extern "C" int har_dev_launch(const har_dev_args_t *a, int blocks, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (a->dtype) {
+    case HAR_DT_F32: return launch_float<float>(a, blocks, s);
+    case HAR_DT_F64: return launch_float<double>(a, blocks, s);
+    case HAR_DT_I32: return launch_int<int32_t>(a, blocks, s);
+    case HAR_DT_U32: return launch_int<uint32_t>(a, blocks, s);
+    case HAR_DT_I64: return launch_int<int64_t>(a, blocks, s);
+    case HAR_DT_U64: return launch_int<uint64_t>(a, blocks, s);
+    }
+    return (int)cudaErrorInvalidValue;
+}
+
+extern "C" int har_dev_probe(const void *peer, void *out, void *stream)
+{
+    probe<<<1, 1, 0, (cudaStream_t)stream>>>((const uint4 *)peer, (uint4 *)out);
+    cudaError_t e = cudaGetLastError();
+    return (int)(e != cudaSuccess ? e : cudaStreamSynchronize((cudaStream_t)stream));
+}

@@ -1,0 +1,58 @@
+/* The reduction kernels over a CUDA IPC node segment, and the element type
+ * and op codes they (and NCCL, and the plan) use. Shared by C (ipc.c,
+ * nccl.c, plan.c, reduce.c) and CUDA (kernels.cu). */
+#ifndef HAR_KERNELS_H
+#define HAR_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HAR_DEV_MAX_RANKS 8     /* local ranks a device segment serves */
+#define HAR_DEV_MAX_BLOCKS 64   /* blocks per kernel: enough to fill NVLink */
+#define HAR_DEV_LINE 128
+/* Flag area at the start of each rank's segment: one line per (writer,
+ * block), written only by that writer (remote store, local poll), then one
+ * line for the set-up probe. */
+#define HAR_DEV_PROBE_OFFSET ((size_t)HAR_DEV_MAX_RANKS * HAR_DEV_MAX_BLOCKS * HAR_DEV_LINE)
+#define HAR_DEV_FLAG_BYTES (HAR_DEV_PROBE_OFFSET + 4096)
+
+/* Element types and ops the kernels reduce. */
+typedef enum { HAR_DT_NONE = -1, HAR_DT_F32, HAR_DT_F64, HAR_DT_I32, HAR_DT_U32, HAR_DT_I64, HAR_DT_U64 } har_dtype_t;
+typedef enum {
+    HAR_OP_NONE = -1, HAR_OP_SUM, HAR_OP_PROD, HAR_OP_MIN, HAR_OP_MAX,
+    HAR_OP_BAND, HAR_OP_BOR, HAR_OP_BXOR, HAR_OP_LAND, HAR_OP_LOR, HAR_OP_LXOR
+} har_opcode_t;
+
+/* What one kernel does with one chunk. */
+typedef enum {
+    HAR_DEV_WHOLE,   /* copy in, reduce, (two-shot: all-gather): one node */
+    HAR_DEV_REDUCE,  /* copy in, reduce this rank's shard: before the inter-node step */
+    HAR_DEV_GATHER   /* all-gather of finished shards: after it */
+} har_dev_phase_t;
+
+typedef struct {
+    char *slot[HAR_DEV_MAX_RANKS];   /* this chunk's slot of every local rank, as mapped here */
+    char *flags[HAR_DEV_MAX_RANKS];  /* every rank's flag area, as mapped here */
+    const char *in;
+    char *out;
+    size_t n, elem;
+    int nranks, me, dtype, op, one_shot, phase, aligned;
+    uint64_t epoch;                  /* this chunk's barriers use epoch+1 and epoch+2 */
+    volatile int *abort;             /* host-mapped: the host sets it to stop spinning blocks */
+} har_dev_args_t;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Launches one chunk's kernel on `stream` (a cudaStream_t); 0 or a cudaError_t. */
+int har_dev_launch(const har_dev_args_t *a, int blocks, void *stream);
+/* Blocks for a chunk of `bytes`: the same on every rank. */
+int har_dev_blocks(size_t bytes);
+/* Copies 16 bytes from `peer` (another GPU's memory) to `out` with a kernel:
+ * proof that this GPU can load from that one. 0 or a cudaError_t. */
+int har_dev_probe(const void *peer, void *out, void *stream);
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,254 @@
+/* Memory kinds, copies, the application's libcuda, the MPI's abilities,
+ * staging buffers (mem.h). */
+#define _GNU_SOURCE  /* dl_iterate_phdr's dlpi_adds */
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/config.h"
+#include "core/log.h"
+#include "cuda/mem.h"
+
+#ifdef HAR_HAVE_CUDA
+#include <cuda.h>
+
+static struct {
+    int loaded;
+    CUresult (*pointer_get_attribute)(void *, CUpointer_attribute, CUdeviceptr);
+    CUresult (*pointer_get_attributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
+    CUresult (*ctx_get_current)(CUcontext *);
+    CUresult (*ctx_get_device)(CUdevice *);
+    CUresult (*ctx_set_current)(CUcontext);
+    CUresult (*ctx_push)(CUcontext);
+    CUresult (*ctx_pop)(CUcontext *);
+    CUresult (*primary_ctx_get_state)(CUdevice, unsigned int *, int *);
+    CUresult (*memcpy)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*get_error_string)(CUresult, const char **);
+    har_cu_device_api_t dev;
+} cu;
+static pthread_mutex_t cu_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The loader's count of objects loaded so far: a cheap way to know that
+ * nothing new (libcuda among others) was loaded since the last look. */
+static int count_adds(struct dl_phdr_info *info, size_t size, void *adds)
+{
+    (void)size;
+    *(unsigned long long *)adds = info->dlpi_adds;
+    return 1;  /* the counter is the same in every entry: stop at the first */
+}
+
+/* Binds the driver entry points if the application has loaded libcuda. */
+static int cuda_bind(void)
+{
+    static unsigned long long seen_adds = ~0ull;
+    if (__atomic_load_n(&cu.loaded, __ATOMIC_ACQUIRE)) return 1;
+    unsigned long long adds = 0;
+    dl_iterate_phdr(count_adds, &adds);
+    if (adds == __atomic_load_n(&seen_adds, __ATOMIC_RELAXED)) return 0;
+    __atomic_store_n(&seen_adds, adds, __ATOMIC_RELAXED);
+    void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (!lib) return 0;
+    pthread_mutex_lock(&cu_lock);
+    if (!cu.loaded) {
+        *(void **)&cu.pointer_get_attribute = dlsym(lib, "cuPointerGetAttribute");
+        *(void **)&cu.pointer_get_attributes = dlsym(lib, "cuPointerGetAttributes");
+        *(void **)&cu.ctx_get_current = dlsym(lib, "cuCtxGetCurrent");
+        *(void **)&cu.ctx_get_device = dlsym(lib, "cuCtxGetDevice");
+        *(void **)&cu.ctx_set_current = dlsym(lib, "cuCtxSetCurrent");
+        *(void **)&cu.ctx_push = dlsym(lib, "cuCtxPushCurrent_v2");
+        *(void **)&cu.ctx_pop = dlsym(lib, "cuCtxPopCurrent_v2");
+        *(void **)&cu.primary_ctx_get_state = dlsym(lib, "cuDevicePrimaryCtxGetState");
+        *(void **)&cu.memcpy = dlsym(lib, "cuMemcpy");
+        *(void **)&cu.get_error_string = dlsym(lib, "cuGetErrorString");
+        *(void **)&cu.dev.device_get = dlsym(lib, "cuDeviceGet");
+        *(void **)&cu.dev.device_get_count = dlsym(lib, "cuDeviceGetCount");
+        *(void **)&cu.dev.device_get_name = dlsym(lib, "cuDeviceGetName");
+        *(void **)&cu.dev.device_get_uuid = dlsym(lib, "cuDeviceGetUuid_v2");
+        *(void **)&cu.dev.device_can_access_peer = dlsym(lib, "cuDeviceCanAccessPeer");
+        *(void **)&cu.dev.device_get_pci_bus_id = dlsym(lib, "cuDeviceGetPCIBusId");
+        int ok = cu.pointer_get_attribute && cu.pointer_get_attributes && cu.ctx_get_current && cu.ctx_get_device && cu.ctx_set_current &&
+                 cu.ctx_push && cu.ctx_pop && cu.primary_ctx_get_state && cu.memcpy && cu.get_error_string &&
+                 cu.dev.device_get && cu.dev.device_get_count && cu.dev.device_get_name && cu.dev.device_get_uuid &&
+                 cu.dev.device_can_access_peer && cu.dev.device_get_pci_bus_id;
+        if (ok) __atomic_store_n(&cu.loaded, 1, __ATOMIC_RELEASE);
+        else har_log(HAR_LOG_WARN, "libcuda is loaded but lacks the driver calls har needs");
+    }
+    pthread_mutex_unlock(&cu_lock);
+    dlclose(lib);  /* drops only our reference: the application's keeps it loaded */
+    return cu.loaded;
+}
+
+har_mem_kind_t har_mem_kind(const void *p, int *device)
+{
+    unsigned int type = 0;
+    int managed = 0, ordinal = -1;
+    *device = -1;
+    if (!p || p == MPI_IN_PLACE || !cuda_bind()) return HAR_MEM_HOST;
+    /* The plural query answers "unknown" (type 0) for memory CUDA does not
+     * know, instead of failing: ordinary host memory raises no CUDA error. */
+    CUpointer_attribute attrs[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    void *values[3] = {&type, &managed, &ordinal};
+    if (cu.pointer_get_attributes(3, attrs, values, (CUdeviceptr)p) != CUDA_SUCCESS || type != CU_MEMORYTYPE_DEVICE)
+        return HAR_MEM_HOST;
+    *device = ordinal;
+    return managed ? HAR_MEM_MANAGED : HAR_MEM_DEVICE;
+}
+
+int har_cuda_loaded(void) { return cuda_bind(); }
+
+int har_cuda_context_current(void)
+{
+    CUcontext ctx = NULL;
+    return cuda_bind() && cu.ctx_get_current(&ctx) == CUDA_SUCCESS && ctx != NULL;
+}
+
+int har_cuda_context_for(int device)
+{
+    CUcontext ctx = NULL;
+    CUdevice cur = -1, dev = -1;
+    unsigned int flags = 0;
+    int active = 0;
+    if (!cuda_bind() || device < 0) return 0;
+    if (cu.ctx_get_current(&ctx) == CUDA_SUCCESS && ctx && cu.ctx_get_device(&cur) == CUDA_SUCCESS &&
+        cu.dev.device_get(&dev, device) == CUDA_SUCCESS && cur == dev)
+        return 1;
+    return cu.dev.device_get(&dev, device) == CUDA_SUCCESS &&
+           cu.primary_ctx_get_state(dev, &flags, &active) == CUDA_SUCCESS && active;
+}
+
+void *har_cuda_context_save(void)
+{
+    CUcontext ctx = NULL;
+    if (cuda_bind()) cu.ctx_get_current(&ctx);
+    return ctx;
+}
+
+void har_cuda_context_restore(void *ctx)
+{
+    if (cuda_bind()) cu.ctx_set_current((CUcontext)ctx);
+}
+
+const har_cu_device_api_t *har_cu_device_api(void) { return cuda_bind() ? &cu.dev : NULL; }
+
+har_status_t har_mem_copy(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind, size_t bytes)
+{
+    if (bytes == 0) return HAR_OK;
+    if (dst_kind == HAR_MEM_HOST && src_kind == HAR_MEM_HOST) {
+        memcpy(dst, src, bytes);
+        return HAR_OK;
+    }
+    /* cuMemcpy needs a current context; borrow the buffer's own if the
+     * calling thread has none, and put things back as they were. */
+    CUcontext cur = NULL, owner = NULL;
+    cu.ctx_get_current(&cur);
+    if (!cur) {
+        const void *dev = dst_kind != HAR_MEM_HOST ? dst : src;
+        cu.pointer_get_attribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)dev);
+        if (owner) cu.ctx_push(owner);
+    }
+    CUresult r = cu.memcpy((CUdeviceptr)dst, (CUdeviceptr)src, bytes);
+    if (owner) cu.ctx_pop(&owner);
+    if (r != CUDA_SUCCESS) {
+        const char *msg = "unknown";
+        cu.get_error_string(r, &msg);
+        har_log(HAR_LOG_ERROR, "cuMemcpy of %zu bytes failed: %s", bytes, msg);
+        return HAR_ST_CUDA;
+    }
+    return HAR_OK;
+}
+#else
+har_mem_kind_t har_mem_kind(const void *p, int *device)
+{
+    (void)p;
+    *device = -1;
+    return HAR_MEM_HOST;
+}
+int har_cuda_loaded(void) { return 0; }
+int har_cuda_context_current(void) { return 0; }
+int har_cuda_context_for(int device) { (void)device; return 0; }
+void *har_cuda_context_save(void) { return NULL; }
+void har_cuda_context_restore(void *ctx) { (void)ctx; }
+har_status_t har_mem_copy(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind, size_t bytes)
+{
+    (void)dst_kind; (void)src_kind;
+    if (bytes) memcpy(dst, src, bytes);
+    return HAR_OK;
+}
+#endif
+
+/* ---- what the MPI can do with device memory ----------------------------- */
+
+static int mpi_p2p = -1, mpi_reduce = -1;
+
+/* The MPI's own answer, looked up at run time: the query functions differ
+ * between MPIs and releases, and linking one would tie libhar to it. */
+static int mpi_query_cuda(void)
+{
+    int (*ompi_query)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "MPIX_Query_cuda_support");
+    if (ompi_query) return ompi_query() != 0;
+    int (*mpich_query)(int, int *) = (int (*)(int, int *))dlsym(RTLD_DEFAULT, "MPIX_GPU_query_support");
+    int supported = 0;
+    if (mpich_query && mpich_query(0 /* MPIX_GPU_SUPPORT_CUDA */, &supported) == MPI_SUCCESS)
+        return supported != 0;
+    return 0;
+}
+
+static int with_override(const char *setting, int detected)
+{
+    if (strcmp(setting, "0") == 0) return 0;
+    if (strcmp(setting, "1") == 0) return 1;
+    return detected;
+}
+
+void har_mem_init(void)
+{
+    int detected = mpi_query_cuda();
+    /* Both MPIs that answer the query stage or reduce device buffers inside
+     * their collectives once they can move them, so one answer covers both
+     * capabilities unless the user says otherwise. */
+    mpi_p2p = with_override(HAR_CFG(mpi_cuda_p2p).s, detected);
+    mpi_reduce = with_override(HAR_CFG(mpi_cuda_reduce).s, detected);
+}
+
+int har_mpi_cuda_p2p(void) { return mpi_p2p; }
+int har_mpi_cuda_reduce(void) { return mpi_reduce; }
+
+/* ---- staging buffers ----------------------------------------------------- */
+
+/* One cached buffer serves the common single-threaded case. A thread that
+ * finds it taken gets a private one: waiting for it could deadlock two
+ * collectives that ranks enter in different orders. */
+static struct { pthread_mutex_t lock; void *buf; size_t size; } stage = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
+
+void *har_stage_get(size_t bytes)
+{
+    if (bytes == 0) bytes = 1;
+    if (pthread_mutex_trylock(&stage.lock) != 0) return malloc(bytes);
+    if (stage.size < bytes) {
+        free(stage.buf);
+        stage.buf = malloc(bytes);
+        stage.size = stage.buf ? bytes : 0;
+    }
+    if (!stage.buf) {
+        pthread_mutex_unlock(&stage.lock);
+        return NULL;
+    }
+    return stage.buf;
+}
+
+void har_stage_put(void *buf)
+{
+    if (buf == stage.buf) pthread_mutex_unlock(&stage.lock);
+    else free(buf);
+}
+
+void har_mem_finalize(void)
+{
+    pthread_mutex_lock(&stage.lock);
+    free(stage.buf);
+    stage.buf = NULL;
+    stage.size = 0;
+    pthread_mutex_unlock(&stage.lock);
+}

@@ -1,0 +1,62 @@
+/* Memory kind of a buffer, copies between kinds, staging buffers, the CUDA
+ * driver as the application loaded it, and what the MPI underneath can do
+ * with device memory.
+ *
+ * har never links the CUDA driver: it binds a libcuda that the application
+ * already loaded (RTLD_NOLOAD). A process that never touched CUDA cannot
+ * own device memory, so it gets no CUDA call and no context from har, and
+ * libhar loads on machines without CUDA libraries. */
+#ifndef HAR_MEM_H
+#define HAR_MEM_H
+
+#include "core/status.h"
+
+typedef enum { HAR_MEM_HOST = 0, HAR_MEM_DEVICE = 1, HAR_MEM_MANAGED = 2 } har_mem_kind_t;
+
+/* The kind of memory at p and, for device and managed memory, the GPU that
+ * holds it (ordinal in this process's numbering; -1 for host memory). One
+ * driver query. */
+HAR_HIDDEN har_mem_kind_t har_mem_kind(const void *p, int *device);
+/* Copies between any two kinds; HAR_OK or HAR_ST_CUDA (logged). */
+HAR_HIDDEN har_status_t har_mem_copy(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind,
+                                     size_t bytes);
+/* Has the application loaded libcuda? (cheap when nothing new was loaded) */
+HAR_HIDDEN int har_cuda_loaded(void);
+/* Has the calling thread a current CUDA context? */
+HAR_HIDDEN int har_cuda_context_current(void);
+/* Can har work on this GPU without making a context: the thread's current
+ * context is on it, or its primary context is active? */
+HAR_HIDDEN int har_cuda_context_for(int device);
+
+/* The calling thread's current context, and putting it back: a device
+ * engine that must work on another GPU than the application's current one
+ * restores exactly what was current, none included. */
+HAR_HIDDEN void *har_cuda_context_save(void);
+HAR_HIDDEN void har_cuda_context_restore(void *ctx);
+
+/* What the MPI underneath can do with device memory, after overrides. */
+HAR_HIDDEN int har_mpi_cuda_p2p(void);
+HAR_HIDDEN int har_mpi_cuda_reduce(void);
+HAR_HIDDEN void har_mem_init(void);
+HAR_HIDDEN void har_mem_finalize(void);
+/* A host buffer of at least `bytes` for one call; release with har_stage_put. */
+HAR_HIDDEN void *har_stage_get(size_t bytes);
+HAR_HIDDEN void har_stage_put(void *buf);
+
+/* The driver calls the device survey needs, bound from the application's
+ * libcuda (NULL members before it is loaded). */
+#ifdef HAR_HAVE_CUDA
+#include <cuda.h>
+typedef struct {
+    CUresult (*device_get)(CUdevice *, int);
+    CUresult (*device_get_count)(int *);
+    CUresult (*device_get_name)(char *, int, CUdevice);
+    CUresult (*device_get_uuid)(CUuuid *, CUdevice);
+    CUresult (*device_can_access_peer)(int *, CUdevice, CUdevice);
+    CUresult (*device_get_pci_bus_id)(char *, int, CUdevice);
+} har_cu_device_api_t;
+/* NULL unless libcuda is loaded and has them all. */
+HAR_HIDDEN const har_cu_device_api_t *har_cu_device_api(void);
+#endif
+
+#endif

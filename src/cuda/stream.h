@@ -1,0 +1,34 @@
+/* What the device engines share (built with the kernels): working on the
+ * buffers' GPU, and waiting for a stream while watching the local peers. */
+#ifndef HAR_STREAM_H
+#define HAR_STREAM_H
+
+#include "comm/node.h"
+
+/* The GPU an engine works on for one call, and what to put back. */
+typedef struct {
+    void *saved;        /* the thread's context before */
+    int switched;
+} har_gpu_scope_t;
+
+/* Makes `device` current unless it is already (the arrival made sure its
+ * context exists: har makes none). */
+HAR_HIDDEN har_status_t har_gpu_enter(int device, har_gpu_scope_t *scope);
+HAR_HIDDEN void har_gpu_leave(const har_gpu_scope_t *scope);
+
+/* An engine's own way to notice trouble and to stop its work on the stream. */
+typedef struct {
+    har_status_t (*poll)(void *ctx);  /* HAR_OK while its work is healthy; may be NULL */
+    void (*stop)(void *ctx);          /* makes the work on the stream end */
+    void *ctx;
+} har_gpu_watch_t;
+
+/* Waits for `stream` (a cudaStream_t). Spins briefly, then yields and
+ * checks the local peers' liveness, HAR_TIMEOUT and the engine's poll; on
+ * trouble it stops the work, waits for the stream, and fails. */
+HAR_HIDDEN har_status_t har_gpu_wait(void *stream, har_node_t *node, const har_gpu_watch_t *watch, const char *step);
+/* HAR_OK, or HAR_ST_CUDA after logging what failed (and clearing a
+ * non-sticky error: har leaves no error behind for the application). */
+HAR_HIDDEN har_status_t har_gpu_check(int cuda_error, const char *what);
+
+#endif

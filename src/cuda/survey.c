@@ -1,0 +1,139 @@
+/* The device survey (survey.h). */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/log.h"
+#include "cuda/mem.h"
+#include "cuda/survey.h"
+
+enum { LINK_NONE, LINK_PCIE, LINK_NVLINK };
+static const char *const link_names[] = {"none", "pcie", "nvlink"};
+
+void har_gpu_release(har_gpu_t *gpu)
+{
+    free(gpu->uuid);
+    gpu->uuid = NULL;
+}
+
+#ifdef HAR_HAVE_CUDA
+/* Does NVML show an active NVLink on the GPU at this PCI address? */
+static int nvlink_active(const char *bus_id)
+{
+    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return 0;
+    int (*init)(void), (*shutdown)(void), (*by_bus)(const char *, void **), (*state)(void *, unsigned, int *);
+    *(void **)&init = dlsym(lib, "nvmlInit_v2");
+    *(void **)&shutdown = dlsym(lib, "nvmlShutdown");
+    *(void **)&by_bus = dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
+    *(void **)&state = dlsym(lib, "nvmlDeviceGetNvLinkState");
+    int active = 0;
+    void *dev = NULL;
+    if (init && shutdown && by_bus && state && init() == 0) {
+        if (by_bus(bus_id, &dev) == 0)
+            for (unsigned link = 0; link < 18 && !active; link++) {  /* NVML_NVLINK_MAX_LINKS */
+                int on = 0;
+                active = state(dev, link, &on) == 0 && on == 1;
+            }
+        shutdown();
+    }
+    dlclose(lib);
+    return active;
+}
+
+int har_gpu_ordinal(const unsigned char uuid[16])
+{
+    const har_cu_device_api_t *cu = har_cu_device_api();
+    int n = 0;
+    if (!cu || cu->device_get_count(&n) != CUDA_SUCCESS) return -1;
+    for (int d = 0; d < n; d++) {
+        CUdevice dev;
+        CUuuid u;
+        if (cu->device_get(&dev, d) == CUDA_SUCCESS && cu->device_get_uuid(&u, dev) == CUDA_SUCCESS &&
+            memcmp(u.bytes, uuid, 16) == 0)
+            return d;
+    }
+    return -1;
+}
+
+static uint64_t hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+har_status_t har_gpu_survey(MPI_Comm node, int device, har_gpu_t *gpu)
+{
+    const har_cu_device_api_t *cu = har_cu_device_api();
+    struct { unsigned char uuid[16]; uint64_t name; } mine, *all = NULL;
+    char name[256] = "", bus[32] = "", word[HAR_CLASS_LEN - 8];
+    CUdevice dev;
+    CUuuid uuid;
+    memset(gpu, 0, sizeof *gpu);
+    memset(&mine, 0, sizeof mine);
+    gpu->device = device;
+    PMPI_Comm_size(node, &gpu->nranks);
+    int me;
+    PMPI_Comm_rank(node, &me);
+    int ok = cu && cu->device_get(&dev, device) == CUDA_SUCCESS && cu->device_get_uuid(&uuid, dev) == CUDA_SUCCESS &&
+             cu->device_get_name(name, sizeof name, dev) == CUDA_SUCCESS &&
+             cu->device_get_pci_bus_id(bus, sizeof bus, dev) == CUDA_SUCCESS;
+    if (ok) {
+        memcpy(mine.uuid, uuid.bytes, 16);
+        mine.name = hash(name);
+    }
+    all = calloc((size_t)gpu->nranks, sizeof *all);
+    gpu->uuid = calloc((size_t)gpu->nranks, sizeof *gpu->uuid);
+    if (!all || !gpu->uuid ||
+        PMPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, node) != MPI_SUCCESS) {
+        har_log(HAR_LOG_ERROR, "device survey: exchange between local ranks failed");
+        free(all);
+        har_gpu_release(gpu);
+        return HAR_ST_INTERNAL;
+    }
+    int reach = ok, shared = 0;
+    for (int r = 0; r < gpu->nranks; r++) {
+        memcpy(gpu->uuid[r], all[r].uuid, 16);
+        for (int q = 0; q < r; q++) shared |= memcmp(all[q].uuid, all[r].uuid, 16) == 0;
+        if (r == me || !reach) continue;
+        int peer = har_gpu_ordinal(all[r].uuid), can = peer == device;
+        CUdevice peer_dev;
+        if (peer >= 0 && !can && cu->device_get(&peer_dev, peer) == CUDA_SUCCESS &&
+            cu->device_can_access_peer(&can, dev, peer_dev) != CUDA_SUCCESS)
+            can = 0;
+        reach = peer >= 0 && can;
+    }
+    int link = !reach ? LINK_NONE : nvlink_active(bus) ? LINK_NVLINK : LINK_PCIE;
+    /* Agreed: the smallest reach and link; names equal iff min == max. */
+    uint64_t agree[4] = {mine.name, ~mine.name, (uint64_t)reach, (uint64_t)link};
+    free(all);
+    if (PMPI_Allreduce(MPI_IN_PLACE, agree, 4, MPI_UINT64_T, MPI_MIN, node) != MPI_SUCCESS) {
+        har_log(HAR_LOG_ERROR, "device survey: agreement between local ranks failed");
+        har_gpu_release(gpu);
+        return HAR_ST_INTERNAL;
+    }
+    gpu->shared_gpu = shared;
+    gpu->reachable = (int)agree[2];
+    har_class_word(name, word, sizeof word);
+    if (agree[0] != ~agree[1]) snprintf(gpu->cls, sizeof gpu->cls, "mixed");
+    else snprintf(gpu->cls, sizeof gpu->cls, "%s/%s", word, shared ? "shared" : link_names[agree[3]]);
+    HAR_LOG(HAR_LOG_DEBUG, "device survey: GPU %d (%s, %s), local GPUs %s, class %s", device, name, bus,
+            shared ? "shared between ranks" : gpu->reachable ? "reach each other" : "do not all reach each other",
+            gpu->cls);
+    return HAR_OK;
+}
+#else
+int har_gpu_ordinal(const unsigned char uuid[16])
+{
+    (void)uuid;
+    return -1;
+}
+har_status_t har_gpu_survey(MPI_Comm node, int device, har_gpu_t *gpu)
+{
+    (void)node;
+    memset(gpu, 0, sizeof *gpu);
+    gpu->device = device;
+    return HAR_ST_CUDA;  /* unreachable: without CUDA no buffer is device memory */
+}
+#endif

@@ -1,0 +1,28 @@
+/* The node's GPUs, surveyed once per communicator at the first call on
+ * device buffers: which GPU each local rank's buffers are on, whether ranks
+ * share GPUs or can reach each other's, and the machine class that the
+ * tuning table's device rows are keyed by. Uses only driver calls that need
+ * no context, and NVML when the driver has it. */
+#ifndef HAR_SURVEY_H
+#define HAR_SURVEY_H
+
+#include "core/status.h"
+#include "plan/tuning.h"
+
+typedef struct {
+    int device;                 /* this rank's GPU, as its buffers say (ordinal here) */
+    int nranks;
+    int shared_gpu;             /* some local ranks share a GPU (agreed) */
+    int reachable;              /* every local rank sees every other's GPU and has peer access to it (agreed) */
+    char cls[HAR_CLASS_LEN];    /* "GPU_MODEL/link": link nvlink, pcie, none or shared; "mixed" if models differ */
+    unsigned char (*uuid)[16];  /* every local rank's GPU */
+} har_gpu_t;
+
+/* Collective on the node communicator. */
+HAR_HIDDEN har_status_t har_gpu_survey(MPI_Comm node, int device, har_gpu_t *gpu);
+HAR_HIDDEN void har_gpu_release(har_gpu_t *gpu);
+/* Ordinal, in this process's numbering, of the GPU with this UUID; -1 if
+ * this process cannot see it (CUDA_VISIBLE_DEVICES per rank, say). */
+HAR_HIDDEN int har_gpu_ordinal(const unsigned char uuid[16]);
+
+#endif

@@ -1,0 +1,248 @@
+/* The entry point: is this call ours, the plan, and the one place that
+ * hands a call to the MPI (staging device buffers through host memory when
+ * the MPI cannot reduce them). Also initialisation, finalisation, counters
+ * and the public har_* calls.
+ *
+ * Whether har serves a call is decided only from what every rank shares
+ * (count, datatype, op, communicator state), never from the buffers' memory
+ * kind, so all ranks always take the same branch. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "comm/call.h"
+#include "core/log.h"
+#include "entry.h"
+
+static unsigned long long counters[HAR_PATH_COUNT];
+static int initialized, finalized, world_rank;
+static int error_codes[HAR_ERR_COUNT];
+static __thread int inside_har;  /* re-entry guard: MPI calling MPI_Allreduce from inside har */
+static int algo_override = -1;   /* har_set_algo's mask; -1: HAR_ALGO decides */
+static const char *const error_messages[] = {
+#define HAR_ERROR_MSG(id, msg) msg,
+    HAR_ERROR_LIST(HAR_ERROR_MSG)
+#undef HAR_ERROR_MSG
+};
+
+const char *har_version(void) { return HAR_VERSION_STRING; }
+
+void har_counters(unsigned long long counts[HAR_PATH_COUNT])
+{
+    for (int p = 0; p < HAR_PATH_COUNT; p++) counts[p] = __atomic_load_n(&counters[p], __ATOMIC_RELAXED);
+}
+
+void har_counters_reset(void)
+{
+    for (int p = 0; p < HAR_PATH_COUNT; p++) __atomic_store_n(&counters[p], 0, __ATOMIC_RELAXED);
+}
+
+int har_error_code(har_error_t err)
+{
+    return (unsigned)err < HAR_ERR_COUNT && error_codes[err] ? error_codes[err] : MPI_ERR_OTHER;
+}
+
+int har_status_code(har_status_t st) { return st == HAR_OK ? MPI_SUCCESS : har_error_code((har_error_t)(st - 1)); }
+
+static const char *mpi_flavour(void)
+{
+#if defined(OPEN_MPI)
+    return "Open MPI";
+#elif defined(MPICH)
+    return "MPICH";
+#else
+    return "an MPI";
+#endif
+}
+
+static void init(void)
+{
+    PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    har_log_set_rank(world_rank);
+    har_config_load(world_rank == 0);
+    for (int e = 0; e < HAR_ERR_COUNT; e++) {
+        int cls;
+        if (PMPI_Add_error_class(&cls) != MPI_SUCCESS) break;
+        error_codes[e] = cls;  /* a class is also a valid code */
+        PMPI_Add_error_string(cls, (char *)error_messages[e]);
+    }
+    har_mem_init();
+    har_comm_init();
+    HAR_LOG(HAR_LOG_DEBUG, "har %s on %s, MPI device memory: p2p %d reduce %d", HAR_VERSION_STRING, mpi_flavour(),
+            har_mpi_cuda_p2p(), har_mpi_cuda_reduce());
+    __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
+}
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+void har_init(void) { pthread_once(&init_once, init); }
+
+static void print_counters(void)
+{
+    char line[1024];
+    size_t n = 0;
+    for (int p = 0; p < HAR_PATH_COUNT; p++)
+        n += (size_t)snprintf(line + n, sizeof line - n, " %s=%llu", har_path_name((har_path_t)p), counters[p]);
+    har_log(HAR_LOG_INFO, "calls per path:%s", line);
+}
+
+void har_finalize(void)
+{
+    if (!initialized || finalized) return;
+    finalized = 1;
+    har_comm_finalize();
+    if (har_log_level >= 1) print_counters();
+    har_log_summary();
+    har_mem_finalize();
+}
+
+/* The MPI's own all-reduce, in the one place har hands calls to it. Device
+ * buffers go through host memory when the MPI cannot reduce them itself,
+ * so the call works instead of crashing (each rank stages its own). */
+static int forward(const har_call_t *call, const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
+                   MPI_Comm comm, unsigned *paths)
+{
+    *paths |= HAR_BIT(MPI);
+    if ((call->in_kind == HAR_MEM_HOST && call->out_kind == HAR_MEM_HOST) || har_mpi_cuda_reduce() || count <= 0)
+        return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
+
+    *paths |= HAR_BIT(STAGED);
+    MPI_Aint lb, extent;
+    int rc = PMPI_Type_get_true_extent(type, &lb, &extent);
+    if (rc != MPI_SUCCESS) return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
+    size_t bytes = (size_t)extent * (size_t)count;  /* the contiguous span the MPI touches */
+    char *host = har_stage_get(bytes);
+    if (!host) {
+        har_log(HAR_LOG_ERROR, "no host memory to stage %zu bytes", bytes);
+        return PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM), MPI_ERR_NO_MEM;
+    }
+    har_status_t st = har_mem_copy(host, HAR_MEM_HOST, call->in + lb, call->in_kind, bytes);
+    rc = st == HAR_OK ? PMPI_Allreduce(MPI_IN_PLACE, host - lb, count, type, op, comm) : har_status_code(st);
+    if (rc == MPI_SUCCESS && (st = har_mem_copy((char *)rbuf + lb, call->out_kind, host, HAR_MEM_HOST, bytes)) != HAR_OK)
+        rc = har_status_code(st);
+    har_stage_put(host);
+    if (st != HAR_OK) PMPI_Comm_call_errhandler(comm, rc);
+    return rc;
+}
+
+int har_set_algo(const char *choice)
+{
+    int ok = 0;
+    unsigned mask = choice ? har_choice_parse(choice, HAR_CHOICE_NAMES, &ok) : 0;
+    if (!ok) return MPI_ERR_ARG;
+    __atomic_store_n(&algo_override, mask ? (int)mask : -1, __ATOMIC_RELAXED);
+    return MPI_SUCCESS;
+}
+
+/* What every rank shares decides whether har can serve the call at all;
+ * anything odd (bad arguments included) goes to the MPI, which reports it
+ * as it always would. Fills `call` with this rank's view when it can. */
+static int describe(har_call_t *call, const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
+                    MPI_Comm comm)
+{
+    memset(call, 0, sizeof *call);
+    call->red = har_reduce_lookup(type, op);
+    call->in = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+    call->out = rbuf;
+    call->count = count > 0 ? (size_t)count : 0;
+    call->bytes = (uint64_t)call->count * call->red.elem_size;
+    call->type = type;
+    call->op = op;
+    int out_dev = -1, in_dev = -1;
+    call->cuda = har_cuda_loaded();  /* once per call: cheap, but not free, while it is not */
+    if (call->cuda) {
+        call->out_kind = har_mem_kind(rbuf, &out_dev);  /* one driver query per buffer, in place or not */
+        call->in_kind = call->in == call->out ? call->out_kind : har_mem_kind(call->in, &in_dev);
+    }
+    if (call->in == call->out) in_dev = out_dev;
+    call->device = call->in_kind == HAR_MEM_DEVICE && call->out_kind == HAR_MEM_DEVICE && in_dev == out_dev ? out_dev
+                                                                                                          : -1;
+    return call->red.fn && count > 0 && HAR_CFG(enable).i && comm != MPI_COMM_NULL && sbuf != rbuf;
+}
+
+#ifdef HAR_TEST_HOOKS
+/* HAR_TEST_CORRUPT=RANK:INDEX damages one element of one rank's result, so
+ * that tests can prove their checks catch a wrong answer: bit 6 of the
+ * element's most significant byte, a large change for every type. */
+static void corrupt_for_test(const har_call_t *call, MPI_Comm comm)
+{
+    int rank, corrupt_rank;
+    long long index;
+    if (sscanf(HAR_CFG(test_corrupt).s, "%d:%lld", &corrupt_rank, &index) != 2) return;
+    PMPI_Comm_rank(comm, &rank);
+    if (rank != corrupt_rank || index < 0 || (size_t)index >= call->count) return;
+    unsigned char byte;
+    char *at = call->out + (size_t)index * call->red.elem_size + call->red.elem_size - 1;
+    har_mem_copy(&byte, HAR_MEM_HOST, at, call->out_kind, 1);
+    byte ^= 0x40;
+    har_mem_copy(at, call->out_kind, &byte, HAR_MEM_HOST, 1);
+}
+
+unsigned long long har_test_steps(void) __attribute__((visibility("default")));
+unsigned long long har_test_steps(void) { return har_seg_steps(); }
+#endif
+
+int har_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    if (inside_har || finalized) return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
+    if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) {
+        /* MPI was initialised behind our back (a binding har does not wrap). */
+        int up = 0;
+        PMPI_Initialized(&up);
+        if (!up) return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);  /* the MPI reports it */
+        har_init();
+    }
+    inside_har = 1;
+    unsigned paths = HAR_BIT(SEEN);
+    har_call_t call;
+    har_plan_t plan = {.engine = HAR_PATH_MPI};
+    har_comm_t *c = NULL;
+    har_status_t st = HAR_OK;
+    int rc;
+    if (describe(&call, sbuf, rbuf, count, type, op, comm) && (c = har_comm_get(comm, &call)) && c->usable) {
+        int forced = __atomic_load_n(&algo_override, __ATOMIC_RELAXED);
+        st = har_comm_plan(c, &call, forced >= 0 ? (unsigned)forced : c->set.algo, &plan);
+        if (st == HAR_OK && plan.engine != HAR_PATH_MPI) st = har_comm_run(c, &call, &plan);
+    }
+    if (st == HAR_OK && plan.engine == HAR_PATH_MPI) {
+        rc = forward(&call, sbuf, rbuf, count, type, op, comm, &paths);
+    } else {
+        paths |= plan.paths;
+        rc = har_status_code(st);
+        if (st != HAR_OK) {
+            har_comm_fail(c);
+            PMPI_Comm_call_errhandler(comm, rc);
+        }
+    }
+    for (int p = 0; p < HAR_PATH_COUNT; p++)
+        if (paths & (1u << p)) __atomic_fetch_add(&counters[p], 1, __ATOMIC_RELAXED);
+#ifdef HAR_TEST_HOOKS
+    if (rc == MPI_SUCCESS && HAR_CFG(test_corrupt).s[0]) corrupt_for_test(&call, comm);
+#endif
+    if (har_log_level >= 3) {
+        char line[256];
+        har_choice_format(paths & ~HAR_BIT(SEEN), line, sizeof line);
+        har_log(HAR_LOG_TRACE, "MPI_Allreduce count %d: %s", count, line);
+    }
+    unsigned required = (unsigned)HAR_CFG(require_path).i;
+    if (rc == MPI_SUCCESS && (paths & required) != required) {
+        char want[128], got[128];
+        har_choice_format(required, want, sizeof want);
+        har_choice_format(paths & ~HAR_BIT(SEEN), got, sizeof got);
+        har_log(HAR_LOG_ERROR, "MPI_Allreduce of count %d was served by %s, not %s (HAR_REQUIRE_PATH)", count, got,
+                want);
+        rc = har_error_code(HAR_ERR_WRONG_PATH);
+        PMPI_Comm_call_errhandler(comm, rc);
+    }
+    inside_har = 0;
+    return rc;
+}
+
+int har_machine_class(MPI_Comm comm, int device, char *buf, int len)
+{
+    if (!initialized || !buf || len <= 0 || comm == MPI_COMM_NULL) return MPI_ERR_OTHER;
+    har_comm_t *c = har_comm_peek(comm);  /* only a state already made: asking is not collective */
+    if (!c || !c->usable) return MPI_ERR_OTHER;
+    if (device && !c->surveyed) return MPI_ERR_OTHER;
+    snprintf(buf, (size_t)len, "%s", device ? c->gpu.cls : c->host_cls);
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,14 @@
+/* The inter-node step: one block of a node's reduced data all-reduced with
+ * the same block of every other node, over one rail (or the leaders). */
+#ifndef HAR_INTER_H
+#define HAR_INTER_H
+
+#include "engine.h"
+
+/* In place on `data` (n elements of the call's type), over `across`: har's
+ * ring (reduce-scatter then all-gather, 2(P-1)/P of the data sent), or the
+ * MPI's MPI_Allreduce when HAR_INTER=mpi. `tmp` holds n elements. */
+HAR_HIDDEN har_status_t har_inter_allreduce(const har_node_t *node, MPI_Comm across, char *data, size_t n,
+                                            const har_call_t *call, char *tmp);
+
+#endif

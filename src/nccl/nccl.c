@@ -1,0 +1,176 @@
+/* The NCCL engine: ncclAllReduce on the node communicator, loaded at run
+ * time (never linked), on its own blocking stream with the local peers
+ * watched. It needs no CUDA IPC: it serves wherever every local rank holds
+ * device buffers on a GPU of its own, with or without peer access between
+ * them (NCCL picks its own transport). One node only: NCCL across nodes
+ * needs an agreement wider than the node. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "core/config.h"
+#include "core/log.h"
+#include "cuda/kernels.h"
+#include "cuda/stream.h"
+#include "engine.h"
+#include "nccl/nccl_api.h"
+
+/* NCCL is loaded once per process, on first use. */
+static struct {
+    pthread_once_t once;
+    har_nccl_api_t api;
+    int loaded;
+    char why[256];
+} lib = {PTHREAD_ONCE_INIT};
+
+static void load(void)
+{
+    const char *name = HAR_CFG(nccl).s;
+    if (!name[0] || strcmp(name, "0") == 0) snprintf(lib.why, sizeof lib.why, "HAR_NCCL=0");
+    else lib.loaded = har_nccl_load(&lib.api, name, lib.why, sizeof lib.why) == 0;
+}
+
+typedef struct {
+    int device;
+    har_ncclComm_t comm;
+    cudaStream_t stream;  /* blocking, as the IPC engine's (ipc.c says why) */
+} nccl_t;
+
+static void nccl_destroy(void *engine)
+{
+    nccl_t *e = engine;
+    if (!e) return;
+    har_gpu_scope_t scope;
+    har_gpu_enter(e->device, &scope);
+    /* Nothing is in flight: abort is a local teardown, where destroy may wait
+     * for the peers (gone after a failure, or freeing in another order). */
+    if (e->comm) lib.api.comm_abort(e->comm);
+    if (e->stream) cudaStreamDestroy(e->stream);
+    cudaGetLastError();
+    har_gpu_leave(&scope);
+    free(e);
+}
+
+static har_engine_setup_t nccl_setup(har_node_t *node, const har_gpu_t *gpu, void **engine)
+{
+    const char *what = "NCCL engine", *instead = "device buffers take the CUDA IPC kernels or the host segment";
+    char why[320] = "";
+    *engine = NULL;
+    /* Every rank is here for the same call: load and agree before
+     * ncclCommInitRank, which waits for all ranks. */
+    pthread_once(&lib.once, load);
+    int here = 1;
+    if (node->nnodes > 1) here = 0, snprintf(why, sizeof why, "the communicator spans nodes");
+    else if (gpu->shared_gpu) here = 0, snprintf(why, sizeof why, "local ranks share a GPU (NCCL refuses that)");
+    else if (!lib.loaded) here = 0, snprintf(why, sizeof why, "not loaded: %s", lib.why);
+    if (!har_node_agree(node, here, 1, what, why, instead)) return HAR_ENGINE_NOT_HERE;
+
+    nccl_t *e = calloc(1, sizeof *e);
+    har_gpu_scope_t scope = {0};
+    int ok = e != NULL;
+    struct { har_ncclUniqueId id; int ok; } id = {{{0}}, 1};
+    if (ok) {
+        e->device = gpu->device;
+        ok = har_gpu_enter(e->device, &scope) == HAR_OK &&
+             har_gpu_check(cudaStreamCreateWithFlags(&e->stream, cudaStreamDefault), "cudaStreamCreate") == HAR_OK;
+    }
+    if (ok && node->local_rank == 0) {
+        har_ncclResult_t r = lib.api.get_unique_id(&id.id);
+        id.ok = r == HAR_NCCL_SUCCESS;
+        if (!id.ok) snprintf(why, sizeof why, "ncclGetUniqueId: %s", lib.api.get_error_string(r));
+    }
+#ifdef HAR_TEST_HOOKS
+    if (HAR_CFG(test_nccl_fail).i && node->local_rank == 0) ok = 0, snprintf(why, sizeof why, "HAR_TEST_NCCL_FAIL");
+#endif
+    if (!ok && !why[0]) snprintf(why, sizeof why, "a CUDA call failed (above)");
+    ok = har_node_agree(node, ok, 0, what, why, instead);
+    if (ok && PMPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, node->node_comm) != MPI_SUCCESS) id.ok = 0;
+    ok = ok && id.ok;
+    if (ok) {
+        har_ncclResult_t r = lib.api.comm_init_rank(&e->comm, node->local_size, id.id, node->local_rank);
+        if (r != HAR_NCCL_SUCCESS) {
+            snprintf(why, sizeof why, "ncclCommInitRank: %s", lib.api.get_error_string(r));
+            e->comm = NULL;
+        }
+        ok = har_node_agree(node, e->comm != NULL, 0, what, why, instead);
+    }
+    har_gpu_leave(&scope);
+    if (!ok) {
+        nccl_destroy(e);
+        return HAR_ENGINE_FAILED;
+    }
+    if (node->local_rank == 0)
+        HAR_LOG(HAR_LOG_DEBUG, "NCCL %d.%d.%d serves this node's %d ranks (%s)", lib.api.version / 10000,
+                lib.api.version / 100 % 100, lib.api.version % 100, node->local_size, HAR_CFG(nccl).s);
+    *engine = e;
+    return HAR_ENGINE_READY;
+}
+
+static int nccl_dtype(int dtype)
+{
+    switch (dtype) {
+    case HAR_DT_F32: return HAR_NCCL_FLOAT32;
+    case HAR_DT_F64: return HAR_NCCL_FLOAT64;
+    case HAR_DT_I32: return HAR_NCCL_INT32;
+    case HAR_DT_U32: return HAR_NCCL_UINT32;
+    case HAR_DT_I64: return HAR_NCCL_INT64;
+    case HAR_DT_U64: return HAR_NCCL_UINT64;
+    default: return -1;
+    }
+}
+
+static int nccl_op(int op)
+{
+    switch (op) {
+    case HAR_OP_SUM: return HAR_NCCL_SUM;
+    case HAR_OP_PROD: return HAR_NCCL_PROD;
+    case HAR_OP_MIN: return HAR_NCCL_MIN;
+    case HAR_OP_MAX: return HAR_NCCL_MAX;
+    default: return -1;  /* plan.c offers NCCL only these */
+    }
+}
+
+static har_status_t async_error(void *ctx)
+{
+    nccl_t *e = ctx;
+    har_ncclResult_t async = HAR_NCCL_SUCCESS;
+    if (lib.api.comm_get_async_error(e->comm, &async) != HAR_NCCL_SUCCESS || async == HAR_NCCL_SUCCESS ||
+        async == HAR_NCCL_IN_PROGRESS)
+        return HAR_OK;
+    har_log(HAR_LOG_ERROR, "NCCL all-reduce failed: %s", lib.api.get_error_string(async));
+    return HAR_ST_CUDA;
+}
+
+/* After a peer failed: NCCL's kernels stop when its communicator is
+ * aborted (har's abort flag does not reach them), and it serves no more. */
+static void abort_comm(void *ctx)
+{
+    nccl_t *e = ctx;
+    if (e->comm) lib.api.comm_abort(e->comm);
+    e->comm = NULL;
+}
+
+static har_status_t nccl_run(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan)
+{
+    (void)plan;
+    nccl_t *e = engine;
+    har_gpu_watch_t watch = {async_error, abort_comm, e};
+    har_gpu_scope_t scope;
+    if (!e->comm) return HAR_ST_PEER_FAILED;  /* aborted by an earlier failure */
+    har_status_t st = har_gpu_enter(e->device, &scope);
+    if (st == HAR_OK) {
+        har_ncclResult_t r = lib.api.all_reduce(call->in, call->out, call->count, nccl_dtype(call->red.dev_type),
+                                                nccl_op(call->red.dev_op), e->comm, e->stream);
+        if (r != HAR_NCCL_SUCCESS && r != HAR_NCCL_IN_PROGRESS) {
+            har_log(HAR_LOG_ERROR, "ncclAllReduce: %s", lib.api.get_error_string(r));
+            abort_comm(e);
+            st = HAR_ST_CUDA;
+        } else {
+            st = har_gpu_wait(e->stream, node, &watch, "NCCL");
+        }
+    }
+    har_gpu_leave(&scope);
+    return st;
+}
+
+const har_engine_ops_t har_engine_nccl = {nccl_setup, nccl_run, nccl_destroy};
