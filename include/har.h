@@ -59,14 +59,17 @@ HAR_API void har_counters(unsigned long long counts[HAR_PATH_COUNT]);
 HAR_API void har_counters_reset(void);
 
 /* har's own error conditions. har_error_code() gives the MPI error code that
- * carries each (registered with MPI_Add_error_class at MPI_Init). */
+ * carries each (registered with MPI_Add_error_class at MPI_Init). Ranks that
+ * call MPI_Allreduce with different counts or datatypes get MPI_ERR_TRUNCATE,
+ * and with different ops MPI_ERR_OP, as from the MPIs themselves. */
 #define HAR_ERROR_LIST(X)                                                        \
     X(PEER_DEAD, "har: a peer process of this communicator died during an all-reduce") \
     X(TIMEOUT, "har: a peer did not arrive within HAR_TIMEOUT")                \
     X(PEER_FAILED, "har: a peer of this communicator reported a failure")      \
     X(WRONG_PATH, "har: call not served by the path HAR_REQUIRE_PATH demands") \
     X(CUDA, "har: a CUDA call failed while moving device memory")              \
-    X(INTERNAL, "har: an MPI call inside har failed, or memory ran out")
+    X(INTERNAL, "har: an MPI call inside har failed, or memory ran out")       \
+    X(CHECK, "har: HAR_CHECK found data that changed between writer and reader, or ranks with different results")
 
 typedef enum {
 #define HAR_ERROR_ENUM(id, msg) HAR_ERR_##id,

@@ -11,6 +11,7 @@
 #include <string.h>
 #include "comm/call.h"
 #include "core/log.h"
+#include "core/test.h"
 #include "entry.h"
 
 static unsigned long long counters[HAR_PATH_COUNT];
@@ -41,7 +42,15 @@ int har_error_code(har_error_t err)
     return (unsigned)err < HAR_ERR_COUNT && error_codes[err] ? error_codes[err] : MPI_ERR_OTHER;
 }
 
-int har_status_code(har_status_t st) { return st == HAR_OK ? MPI_SUCCESS : har_error_code((har_error_t)(st - 1)); }
+int har_status_code(har_status_t st)
+{
+    switch (st) {
+    case HAR_OK: return MPI_SUCCESS;
+    case HAR_ST_TRUNCATE: return MPI_ERR_TRUNCATE;
+    case HAR_ST_OP: return MPI_ERR_OP;
+    default: return har_error_code((har_error_t)(st - 1));
+    }
+}
 
 static const char *mpi_flavour(void)
 {
@@ -66,7 +75,11 @@ static void init(void)
         PMPI_Add_error_string(cls, (char *)error_messages[e]);
     }
     har_mem_init();
+    har_node_init();
     har_comm_init();
+#ifdef HAR_TEST_HOOKS
+    har_test_set_rank(world_rank);
+#endif
     HAR_LOG(HAR_LOG_DEBUG, "har %s on %s, MPI device memory: p2p %d reduce %d", HAR_VERSION_STRING, mpi_flavour(),
             har_mpi_cuda_p2p(), har_mpi_cuda_reduce());
     __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
@@ -160,23 +173,6 @@ static int describe(har_call_t *call, const void *sbuf, void *rbuf, int count, M
 }
 
 #ifdef HAR_TEST_HOOKS
-/* HAR_TEST_CORRUPT=RANK:INDEX damages one element of one rank's result, so
- * that tests can prove their checks catch a wrong answer: bit 6 of the
- * element's most significant byte, a large change for every type. */
-static void corrupt_for_test(const har_call_t *call, MPI_Comm comm)
-{
-    int rank, corrupt_rank;
-    long long index;
-    if (sscanf(HAR_CFG(test_corrupt).s, "%d:%lld", &corrupt_rank, &index) != 2) return;
-    PMPI_Comm_rank(comm, &rank);
-    if (rank != corrupt_rank || index < 0 || (size_t)index >= call->count) return;
-    unsigned char byte;
-    char *at = call->out + (size_t)index * call->red.elem_size + call->red.elem_size - 1;
-    har_mem_copy(&byte, HAR_MEM_HOST, at, call->out_kind, 1);
-    byte ^= 0x40;
-    har_mem_copy(at, call->out_kind, &byte, HAR_MEM_HOST, 1);
-}
-
 unsigned long long har_test_steps(void) __attribute__((visibility("default")));
 unsigned long long har_test_steps(void) { return har_seg_steps(); }
 #endif
@@ -198,7 +194,8 @@ int har_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MP
     har_comm_t *c = NULL;
     har_status_t st = HAR_OK;
     int rc;
-    if (describe(&call, sbuf, rbuf, count, type, op, comm) && (c = har_comm_get(comm, &call)) && c->usable) {
+    if (describe(&call, sbuf, rbuf, count, type, op, comm) && (c = har_comm_get(comm, &call, &st)) && c->usable &&
+        st == HAR_OK) {
         int forced = __atomic_load_n(&algo_override, __ATOMIC_RELAXED);
         st = har_comm_plan(c, &call, forced >= 0 ? (unsigned)forced : c->set.algo, &plan);
         if (st == HAR_OK && plan.engine != HAR_PATH_MPI) st = har_comm_run(c, &call, &plan);
@@ -207,17 +204,12 @@ int har_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MP
         rc = forward(&call, sbuf, rbuf, count, type, op, comm, &paths);
     } else {
         paths |= plan.paths;
+        if (st != HAR_OK) st = har_comm_fail(c, st);
         rc = har_status_code(st);
-        if (st != HAR_OK) {
-            har_comm_fail(c);
-            PMPI_Comm_call_errhandler(comm, rc);
-        }
+        if (st != HAR_OK) PMPI_Comm_call_errhandler(comm, rc);
     }
     for (int p = 0; p < HAR_PATH_COUNT; p++)
         if (paths & (1u << p)) __atomic_fetch_add(&counters[p], 1, __ATOMIC_RELAXED);
-#ifdef HAR_TEST_HOOKS
-    if (rc == MPI_SUCCESS && HAR_CFG(test_corrupt).s[0]) corrupt_for_test(&call, comm);
-#endif
     if (har_log_level >= 3) {
         char line[256];
         har_choice_format(paths & ~HAR_BIT(SEEN), line, sizeof line);

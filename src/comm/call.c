@@ -15,6 +15,9 @@
 #include <string.h>
 #include "comm/call.h"
 #include "core/log.h"
+#include "core/test.h"
+#include "host/check.h"
+#include "host/host.h"
 
 static const har_engine_ops_t *const engines[HAR_PATH_COUNT] = {
 #define HAR_ENGINE_ENTRY(id, name) [HAR_PATH_##id] = &har_engine_##name,
@@ -34,12 +37,14 @@ typedef struct {
  * one more try because a rank has reported a CUDA context since. */
 static unsigned engines_on_offer(const har_comm_t *c, int ctx_ranks)
 {
-    unsigned mask = 0;
+    /* HAR_CHECK verifies the host segment's slots and the ring: device
+     * buffers take those, not NCCL or the kernels. */
+    unsigned mask = 0, barred = c->set.check ? HAR_BIT(IPC) | HAR_BIT(NCCL) : 0;
     for (int e = 0; e < HAR_PATH_COUNT; e++) {
         const har_engine_slot_t *s = &c->eng[e];
         if (s->state != HAR_ENGINE_OFF || (s->failed && !s->retried && ctx_ranks > s->ctx_ranks)) mask |= 1u << e;
     }
-    return mask;
+    return mask & ~barred;
 }
 
 int har_call_wants_cuda(const har_node_t *node, const har_call_t *call, uint64_t no)
@@ -56,6 +61,33 @@ int har_call_wants_cuda(const har_node_t *node, const har_call_t *call, uint64_t
     return call->cuda && (call->in_kind != HAR_MEM_HOST || call->out_kind != HAR_MEM_HOST || har_cuda_context_current());
 }
 
+/* Ranks whose calls differ (count, datatype, op, or which call they are
+ * in) are caught at the arrival, before any data moves; this names the
+ * lowest local rank that differs from local rank 0, with both calls. */
+static har_status_t compare(har_node_t *node, uint64_t no)
+{
+    const har_arrival_t *first = &har_seg_ctl(&node->seg, 0)->arrival[no & 1];
+    for (int r = 1; r < node->local_size; r++) {
+        const har_arrival_t *a = &har_seg_ctl(&node->seg, r)->arrival[no & 1];
+        if (a->count == first->count && a->type == first->type && a->op == first->op && a->call == first->call)
+            continue;
+        char t0[16], t1[16];
+        if (node->local_rank == 0 || node->local_rank == r)  /* said by the two ranks concerned */
+            har_log(HAR_LOG_ERROR, "MPI_Allreduce differs between ranks: rank %d (world rank %d) count %llu %s %s "
+                    "(call %llu), rank %d (world rank %d) count %llu %s %s (call %llu)", node->peers[0].comm_rank,
+                    node->peers[0].world_rank, (unsigned long long)first->count,
+                    har_type_code_name(first->type, t0, sizeof t0), har_op_code_name(first->op),
+                    (unsigned long long)first->call, node->peers[r].comm_rank, node->peers[r].world_rank,
+                    (unsigned long long)a->count, har_type_code_name(a->type, t1, sizeof t1), har_op_code_name(a->op),
+                    (unsigned long long)a->call);
+        har_status_t st = a->op != first->op && a->count == first->count && a->type == first->type ? HAR_ST_OP
+                                                                                                   : HAR_ST_TRUNCATE;
+        har_node_fail(node, st, r, "arrival");
+        return st;
+    }
+    return HAR_OK;
+}
+
 /* The call's first node synchronisation: post this rank's record (and its
  * first chunk of input if `load`), wait for every local rank's, read theirs. */
 static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, size_t chunk_bytes, int load,
@@ -64,10 +96,7 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, size_t 
     har_node_t *node = &c->node;
     har_seg_t *seg = &node->seg;
     if (load) {
-        size_t n = har_chunk_elems(chunk_bytes, call->red.elem_size);
-        size_t bytes = (call->count < n ? call->count : n) * call->red.elem_size;
-        har_status_t st = har_mem_copy(har_seg_slot(seg, node->local_rank, node->host_seq & 1), HAR_MEM_HOST,
-                                       call->in, call->in_kind, bytes);
+        har_status_t st = har_host_preload(node, call, chunk_bytes);
         if (st != HAR_OK) return st;
     }
     har_arrival_t *mine = &har_seg_ctl(seg, node->local_rank)->arrival[no & 1];
@@ -75,19 +104,26 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, size_t 
     mine->flags = (load ? HAR_ARRIVE_LOADED : 0) | (on_gpu && har_cuda_context_for(call->device) ? HAR_ARRIVE_CTX : 0) |
                   (!c->surveyed || call->device == c->gpu.device ? HAR_ARRIVE_SAME : 0);
     mine->dev = on_gpu ? call->device + 1 : 0;
-    mine->call = no;
+    mine->call = (uint32_t)no;
+    mine->count = call->count;
+    mine->type = call->red.type_code;
+    mine->op = (int8_t)call->red.op_code;
+    HAR_TEST_POINT("arrival");
     har_seg_signal(seg);
     har_status_t st = har_node_wait_all(node, "arrival");
     if (st != HAR_OK) return st;
-    int loaded = 1;
+    /* One pass over the records, each in the cache line its epoch came in. */
+    int loaded = 1, same = 1;
     agreed->all_device = 1;
     agreed->ctx_ranks = 0;
     for (int r = 0; r < node->local_size; r++) {
         const har_arrival_t *a = &har_seg_ctl(seg, r)->arrival[no & 1];
+        same &= a->count == mine->count && a->type == mine->type && a->op == mine->op && a->call == mine->call;
         loaded &= (a->flags & HAR_ARRIVE_LOADED) != 0;
         agreed->all_device &= a->dev != 0 && (a->flags & HAR_ARRIVE_SAME);
         agreed->ctx_ranks += (a->flags & HAR_ARRIVE_CTX) != 0;
     }
+    if (!same) return compare(node, no);
     call->loaded_me = load;
     call->loaded_all = loaded;
     return HAR_OK;
@@ -118,19 +154,13 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
 {
     har_node_t *node = &c->node;
     har_seg_hdr_t *hdr = node->seg.hdr;
-    if (c->failed || atomic_load(&hdr->failed)) {
-        if (!c->failed)
-            har_log(HAR_LOG_ERROR, "rank %d (node %d): a local peer reported a failure; all-reduces on this "
-                    "communicator fail from now on", node->rank, node->node);
-        c->failed = 1;
-        return HAR_ST_PEER_FAILED;
-    }
+    if (c->failed || har_node_failed(node)) return HAR_ST_PEER_FAILED;
     memset(plan, 0, sizeof *plan);
     plan->engine = HAR_PATH_MPI;
     plan->paths = HAR_BIT(MPI);
     if (call->bytes < (uint64_t)c->set.min_bytes || call->bytes > (uint64_t)c->set.max_bytes) return HAR_OK;
 
-    uint64_t no = c->calls++;
+    uint64_t no = node->call = c->calls++;
     if (!c->cuda_node) {
         uint64_t from = atomic_load(&hdr->cuda_from_call);
         if (from <= no) {
@@ -159,7 +189,7 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
         return HAR_OK;
     }
     if (!c->surveyed) {
-        if ((st = har_gpu_survey(node->node_comm, call->device, &c->gpu)) != HAR_OK) return st;
+        if ((st = har_gpu_survey(node, call->device, &c->gpu)) != HAR_OK) return st;
         c->surveyed = 1;
     }
     in.device = 1;
@@ -170,18 +200,94 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
         *plan = har_plan(&in, &c->set);
         if (plan->engine == HAR_PATH_MPI || c->eng[plan->engine].state == HAR_ENGINE_ON) return HAR_OK;
         setup(c, plan->engine, &agreed);  /* on or off now, so the loop ends */
+        if (har_node_failed(node)) return HAR_ST_PEER_FAILED;  /* its exchanges failed (recorded) */
     }
 }
 
-har_status_t har_comm_run(har_comm_t *c, const har_call_t *call, const har_plan_t *plan)
+/* HAR_CHECK: every rank's result, compared across the communicator; the
+ * first rank whose result differs from rank 0's is named. */
+static har_status_t compare_results(har_comm_t *c, const har_call_t *call)
 {
-    return engines[plan->engine]->run(c->eng[plan->engine].impl, &c->node, call, plan);
+    har_node_t *node = &c->node;
+    char *host = call->out_kind == HAR_MEM_HOST ? call->out : malloc(call->bytes ? call->bytes : 1);
+    if (!host) return HAR_ST_INTERNAL;
+    har_status_t st = host == call->out ? HAR_OK : har_mem_copy(host, HAR_MEM_HOST, call->out, call->out_kind,
+                                                                call->bytes);
+    uint64_t sum = st == HAR_OK ? har_check_sum(host, call->bytes, 0) : 0;
+    if (host != call->out) free(host);
+    if (st != HAR_OK) return st;
+    uint64_t mine[2] = {sum, ~sum}, least[2];  /* min and max in one exchange */
+    MPI_Request req;
+    if (PMPI_Iallreduce(mine, least, 2, MPI_UINT64_T, MPI_MIN, node->comm, &req) != MPI_SUCCESS) {
+        har_node_fail(node, HAR_ST_INTERNAL, -1, "check");
+        return HAR_ST_INTERNAL;
+    }
+    if ((st = har_node_wait_requests(node, 1, &req, "check")) != HAR_OK) return st;
+    if (least[0] == ~least[1]) return HAR_OK;
+    /* Some result differs: who? Every rank takes part, as every rank saw it. */
+    struct { uint64_t sum; int world; } me = {sum, node->peers[node->local_rank].world_rank}, *all;
+    all = malloc((size_t)node->size * sizeof *all);
+    if (!all || PMPI_Iallgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, node->comm, &req) !=
+                    MPI_SUCCESS) {
+        free(all);
+        har_node_fail(node, HAR_ST_INTERNAL, -1, "check");
+        return HAR_ST_INTERNAL;
+    }
+    if ((st = har_node_wait_requests(node, 1, &req, "check")) == HAR_OK) {
+        int odd = 1;
+        while (odd < node->size && all[odd].sum == all[0].sum) odd++;
+        if (node->rank == 0 || node->rank == odd)
+            har_log(HAR_LOG_ERROR, "HAR_CHECK: call %llu: the result of rank %d (world rank %d) differs from rank 0's",
+                    (unsigned long long)node->call, odd, all[odd].world);
+        har_failure_t why = {HAR_ST_CHECK, odd, all[odd].world, node->rank, node->call, "results", "?"};
+        har_node_record_failure(node, &why);
+        st = HAR_ST_CHECK;
+    }
+    free(all);
+    return st;
 }
 
-void har_comm_fail(har_comm_t *c)
+#ifdef HAR_TEST_HOOKS
+/* HAR_TEST_CORRUPT=RANK:INDEX damages one element of rank RANK's result
+ * (before HAR_CHECK compares results), so that tests can prove their checks
+ * catch a wrong answer: bit 6 of the element's most significant byte, a
+ * large change for every type. */
+static void corrupt_result(const har_node_t *node, const har_call_t *call)
 {
-    if (!c->failed)
-        har_log(HAR_LOG_ERROR, "rank %d: all-reduces on this communicator fail from now on", c->node.rank);
-    har_seg_fail(&c->node.seg);
+    int rank;
+    long long index;
+    if (sscanf(HAR_CFG(test_corrupt).s, "%d:%lld", &rank, &index) != 2 || rank != node->rank || index < 0 ||
+        (size_t)index >= call->count)
+        return;
+    unsigned char byte;
+    char *at = call->out + (size_t)index * call->red.elem_size + call->red.elem_size - 1;
+    har_mem_copy(&byte, HAR_MEM_HOST, at, call->out_kind, 1);
+    byte ^= 0x40;
+    har_mem_copy(at, call->out_kind, &byte, HAR_MEM_HOST, 1);
+}
+#endif
+
+har_status_t har_comm_run(har_comm_t *c, const har_call_t *call, const har_plan_t *plan)
+{
+    har_status_t st = engines[plan->engine]->run(c->eng[plan->engine].impl, &c->node, call, plan);
+#ifdef HAR_TEST_HOOKS
+    if (st == HAR_OK) corrupt_result(&c->node, call);
+#endif
+    if (st == HAR_OK && c->set.check) st = compare_results(c, call);
+    return st;
+}
+
+har_status_t har_comm_fail(har_comm_t *c, har_status_t st)
+{
+    if (c->failed) return st;
     c->failed = 1;
+    if (!har_node_failed(&c->node)) har_node_fail(&c->node, st, -1, "call");
+    har_node_report(&c->node);
+    /* Ranks that stopped for another rank's differing call get the class
+     * the MPI gives for that, like the ranks that found it. */
+    const har_failure_t *why = har_node_record(&c->node);
+    if (st == HAR_ST_PEER_FAILED && why && why->call == c->node.call &&
+        (why->status == HAR_ST_TRUNCATE || why->status == HAR_ST_OP))
+        return (har_status_t)why->status;
+    return st;
 }

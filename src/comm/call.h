@@ -12,11 +12,15 @@
 HAR_HIDDEN har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan);
 /* Carries a plan out on its engine (not the MPI: entry.c forwards). */
 HAR_HIDDEN har_status_t har_comm_run(har_comm_t *c, const har_call_t *call, const har_plan_t *plan);
-/* A call failed after peers were involved (death, time-out): the local
- * peers are told to stop waiting, and every later call here fails, since
- * ranks cannot tell which calls their peers completed and handing later
- * calls to the MPI could pair different calls and mix their data. */
-HAR_HIDDEN void har_comm_fail(har_comm_t *c);
+/* A call failed with `st` after peers were involved (a death, a time-out,
+ * differing arguments across nodes, a CUDA error): the failure is recorded
+ * for the local peers if nobody did yet, said once naming the rank at
+ * fault, and passed on to the other nodes; every later call here fails,
+ * since ranks cannot tell which calls their peers completed and handing
+ * later calls to the MPI could pair different calls and mix their data.
+ * Returns the status this call reports (the MPI's class for differing
+ * arguments also on ranks that stopped because another rank found them). */
+HAR_HIDDEN har_status_t har_comm_fail(har_comm_t *c, har_status_t st);
 /* Does this rank have CUDA at call `no`: device buffers, or a current
  * context? (Cheap while the application has not loaded libcuda.) */
 HAR_HIDDEN int har_call_wants_cuda(const har_node_t *node, const har_call_t *call, uint64_t no);

@@ -1,39 +1,254 @@
-/* Node-context helpers shared by the call driver and the engines. */
+/* Node-context waits, failures and agreements (node.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include "comm/node.h"
+#include "core/config.h"
 #include "core/log.h"
 
-static har_status_t wait_status(har_wait_rc_t rc)
+#define NOTICE_TAG 0x6173  /* har's own communicators carry nothing else but the ring's */
+
+static pid_t launcher;
+
+void har_node_init(void) { launcher = getppid(); }
+
+/* The launcher's daemon is this process's parent: when it is gone, so is
+ * the job, and nobody will come to any wait. */
+static int launcher_gone(void) { return launcher > 1 && getppid() != launcher; }
+
+/* Is local rank r's process still there? Only within one PID namespace,
+ * where pids mean the same. */
+static int pid_alive(const har_node_t *node, int r)
 {
-    static const har_status_t st[] = {HAR_OK, HAR_ST_PEER_DEAD, HAR_ST_TIMEOUT, HAR_ST_PEER_FAILED};
-    return st[rc];
+    const har_peer_t *me = &node->peers[node->local_rank], *p = &node->peers[r];
+    if (p->pid_ns != me->pid_ns || p->pid <= 0) return 1;
+    return kill(p->pid, 0) == 0 || errno != ESRCH;
+}
+
+static const char *what_happened(har_status_t st)
+{
+    switch (st) {
+    case HAR_ST_PEER_DEAD: return "died";
+    case HAR_ST_TIMEOUT: return "did not come within HAR_TIMEOUT";
+    case HAR_ST_TRUNCATE: return "called MPI_Allreduce with another count or datatype";
+    case HAR_ST_OP: return "called MPI_Allreduce with another op";
+    case HAR_ST_CUDA: return "had a CUDA call fail";
+    case HAR_ST_CHECK: return "wrote data that a reader found changed, or got another result (HAR_CHECK)";
+    case HAR_ST_INTERNAL: return "had an MPI call inside har fail";
+    default: return "failed";
+    }
+}
+
+void har_node_fail(har_node_t *node, har_status_t st, int culprit, const char *step)
+{
+    har_failure_t why;
+    memset(&why, 0, sizeof why);
+    /* A time-out with no one peer to blame (a set-up exchange) names nobody. */
+    int who = culprit >= 0 ? culprit : st == HAR_ST_TIMEOUT ? -1 : node->local_rank;
+    why.status = st;
+    why.culprit = who < 0 ? -1 : node->peers ? node->peers[who].comm_rank : who == node->local_rank ? node->rank : -1;
+    why.culprit_world = who >= 0 && node->peers ? node->peers[who].world_rank : -1;
+    why.reporter = node->rank;
+    why.call = node->call;
+    snprintf(why.step, sizeof why.step, "%s", step);
+    snprintf(why.host, sizeof why.host, "%s", node->host);
+    har_node_record_failure(node, &why);
+}
+
+void har_node_record_failure(har_node_t *node, const har_failure_t *why)
+{
+    if (node->seg.base) har_seg_fail(&node->seg, why);
+    else if (!node->early && (node->early = malloc(sizeof *node->early))) *node->early = *why;  /* for the report */
+}
+
+void har_node_drop_segment(har_node_t *node)
+{
+    const har_failure_t *why = node->seg.base ? har_seg_failure(&node->seg) : NULL;
+    if (why && (node->early || (node->early = malloc(sizeof *node->early)))) *node->early = *why;
+    if (node->seg.base) har_seg_detach(&node->seg);
+}
+
+const har_failure_t *har_node_record(const har_node_t *node)
+{
+    return node->seg.base ? har_seg_failure(&node->seg) : node->early;
+}
+
+int har_node_failed(const har_node_t *node) { return har_node_record(node) != NULL; }
+
+/* The failure a notice from another node carries, made this node's own. */
+static void take_notice(har_node_t *node) { har_node_record_failure(node, &node->notice_in); }
+
+/* Has a notice come? Tested also from segment waits: a rank may wait on
+ * its local peers while the notice that would free them is addressed to it. */
+static int heard(void *ctx)
+{
+    har_node_t *node = ctx;
+    int done = 0;
+    if (node->notice_req == MPI_REQUEST_NULL ||
+        PMPI_Test(&node->notice_req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done)
+        return 0;
+    take_notice(node);
+    return 1;
+}
+
+static har_status_t note_local(har_node_t *node, har_status_t st, int culprit, const char *step)
+{
+    if (st != HAR_OK && st != HAR_ST_PEER_FAILED) har_node_fail(node, st, culprit, step);
+    return st;
 }
 
 har_status_t har_node_wait_all(har_node_t *node, const char *step)
 {
-    har_wait_ctx_t ctx = {step, node->rank, node->node, node->set->timeout};
-    return wait_status(har_seg_wait_all(&node->seg, node->seg.my_epoch, &ctx));
+    int culprit;
+    har_status_t st = har_seg_wait_all(&node->seg, node->seg.my_epoch, node->set->timeout, &culprit);
+    return note_local(node, st, culprit, step);
 }
 
 har_status_t har_node_wait_one(har_node_t *node, int peer, const char *step)
 {
-    har_wait_ctx_t ctx = {step, node->rank, node->node, node->set->timeout};
-    return wait_status(har_seg_wait(&node->seg, peer, node->seg.my_epoch, &ctx));
+    int culprit;
+    har_status_t st = har_seg_wait(&node->seg, peer, node->seg.my_epoch, node->set->timeout, &culprit);
+    return note_local(node, st, culprit, step);
 }
 
-har_status_t har_node_check_peers(har_node_t *node, double started, const char *step)
+har_status_t har_node_check(har_node_t *node, double started, const char *step)
 {
-    har_wait_ctx_t ctx = {step, node->rank, node->node, node->set->timeout};
-    return wait_status(har_seg_check_peers(&node->seg, started, &ctx));
+    int culprit = -1;
+    har_status_t st = HAR_OK;
+    if (heard(node)) return HAR_ST_PEER_FAILED;
+    if (launcher_gone()) {
+        har_node_fail(node, HAR_ST_PEER_DEAD, -1, "launcher");
+        return HAR_ST_PEER_DEAD;
+    }
+    /* The segment's locks tell of peers that attached, in any PID namespace;
+     * pids tell of the others (before the segment, or before they attach). */
+    if (node->seg.base) st = har_seg_check_peers(&node->seg, started, node->set ? node->set->timeout : 0, &culprit);
+    for (int r = 0; node->peers && st == HAR_OK && r < node->local_size; r++)
+        if (r != node->local_rank && !pid_alive(node, r)) st = HAR_ST_PEER_DEAD, culprit = r;
+    double timeout = node->set ? node->set->timeout : HAR_CFG(timeout).d;
+    if (st == HAR_OK && !node->seg.base && timeout > 0 && har_seg_now() - started > timeout) st = HAR_ST_TIMEOUT;
+    return note_local(node, st, culprit, step);
+}
+
+har_status_t har_node_wait_requests(har_node_t *node, int n, MPI_Request *reqs, const char *step)
+{
+    return har_node_wait_partner(node, n, reqs, -1, step);
+}
+
+har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, int partner, const char *step)
+{
+    double started = har_seg_now();
+    for (unsigned long i = 0;; i++) {
+        int done = 0, rc = PMPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            char msg[MPI_MAX_ERROR_STRING];
+            int len = 0;
+            PMPI_Error_string(rc, msg, &len);
+            har_log(HAR_LOG_ERROR, "%s: the MPI failed: %s", step, msg);
+            har_node_fail(node, HAR_ST_INTERNAL, -1, step);
+            return HAR_ST_INTERNAL;
+        }
+        if (done) return HAR_OK;
+        if (i < 1024) continue;  /* the common case: done within microseconds */
+        sched_yield();
+        if (i % 256) continue;
+        if (i > 65536) {
+            struct timespec nap = {0, 50000};  /* a long wait: leave the core to the peers */
+            nanosleep(&nap, NULL);
+        }
+        double timeout = node->set ? node->set->timeout : HAR_CFG(timeout).d;
+        if (partner >= 0 && timeout > 0 && har_seg_now() - started > timeout && !har_node_failed(node)) {
+            har_failure_t why = {HAR_ST_TIMEOUT, partner, -1, node->rank, node->call, "", "?"};
+            snprintf(why.step, sizeof why.step, "%s", step);
+            har_node_record_failure(node, &why);
+            return HAR_ST_TIMEOUT;
+        }
+        har_status_t st = har_node_check(node, started, step);
+        if (st != HAR_OK) return st;
+    }
+}
+
+void har_node_attached(har_node_t *node)
+{
+    node->seg.heard = heard;
+    node->seg.heard_ctx = node;
+}
+
+void har_node_listen(har_node_t *node)
+{
+    node->notice_req = MPI_REQUEST_NULL;
+    node->left = -1;
+    node->notice_comm = node->rail_comm != MPI_COMM_NULL ? node->rail_comm : node->leader_comm;
+    if (node->notice_comm == MPI_COMM_NULL) return;
+    PMPI_Irecv(&node->notice_in, (int)sizeof node->notice_in, MPI_BYTE, MPI_ANY_SOURCE, NOTICE_TAG, node->notice_comm,
+               &node->notice_req);
+    int me, size, left;
+    MPI_Group across, all;
+    PMPI_Comm_rank(node->notice_comm, &me);
+    PMPI_Comm_size(node->notice_comm, &size);
+    left = (me + size - 1) % size;
+    PMPI_Comm_group(node->notice_comm, &across);
+    PMPI_Comm_group(node->comm, &all);
+    PMPI_Group_translate_ranks(across, 1, &left, all, &node->left);
+    PMPI_Group_free(&across);
+    PMPI_Group_free(&all);
+}
+
+void har_node_report(har_node_t *node)
+{
+    const har_failure_t *why = har_node_record(node);
+    har_failure_t unknown = {HAR_ST_PEER_FAILED, -1, -1, node->rank, node->call, "?", ""};
+    if (!why) why = &unknown;
+    char who[96] = "a rank";
+    if (why->culprit >= 0 && why->culprit_world >= 0)
+        snprintf(who, sizeof who, "rank %d (world rank %d, host %s)", why->culprit, why->culprit_world, why->host);
+    else if (why->culprit >= 0)
+        snprintf(who, sizeof who, "rank %d", why->culprit);
+    har_log(HAR_LOG_ERROR, "rank %d: %s %s (found by rank %d at step %s of call %llu); all-reduces on this "
+            "communicator fail from now on", node->rank, who, what_happened((har_status_t)why->status),
+            why->reporter, why->step, (unsigned long long)why->call);
+    /* Tell the other nodes, on the communicator this rank crosses nodes on:
+     * they may be waiting for data that will not come. Sent once; the
+     * buffer stays (a few bytes per failed communicator) since nothing
+     * waits for the sends. */
+    if (node->notice_comm == MPI_COMM_NULL) return;
+    har_failure_t *out = malloc(sizeof *out);
+    int size = 0, me = 0, dead = MPI_UNDEFINED;
+    if (!out) return;
+    *out = *why;
+    PMPI_Comm_size(node->notice_comm, &size);
+    PMPI_Comm_rank(node->notice_comm, &me);
+    /* Not to the dead rank itself: a send nobody will receive stays pending
+     * and can hold up the MPI's own MPI_Finalize. */
+    if (why->status == HAR_ST_PEER_DEAD && why->culprit >= 0) {
+        MPI_Group all, across;
+        PMPI_Comm_group(node->comm, &all);
+        PMPI_Comm_group(node->notice_comm, &across);
+        PMPI_Group_translate_ranks(all, 1, &why->culprit, across, &dead);
+        PMPI_Group_free(&all);
+        PMPI_Group_free(&across);
+    }
+    for (int r = 0; r < size; r++) {
+        MPI_Request req;
+        if (r != me && r != dead &&
+            PMPI_Isend(out, (int)sizeof *out, MPI_BYTE, r, NOTICE_TAG, node->notice_comm, &req) == MPI_SUCCESS)
+            PMPI_Request_free(&req);
+    }
 }
 
 int har_node_agree(har_node_t *node, int ok, int quiet, const char *what, const char *why, const char *consequence)
 {
     struct { int ok, rank; } mine = {ok ? 1 : 0, node->local_rank}, least = {0, 0};
-    if (PMPI_Allreduce(&mine, &least, 1, MPI_2INT, MPI_MINLOC, node->node_comm) != MPI_SUCCESS) {
-        har_log(HAR_LOG_ERROR, "%s: agreement between local ranks failed; %s", what, consequence);
-        return 0;
-    }
+    MPI_Request req;
+    if (PMPI_Iallreduce(&mine, &least, 1, MPI_2INT, MPI_MINLOC, node->node_comm, &req) != MPI_SUCCESS ||
+        har_node_wait_requests(node, 1, &req, what) != HAR_OK)
+        return 0;  /* recorded: the call fails */
     if (!least.ok && least.rank == node->local_rank) {
         if (quiet) HAR_LOG(HAR_LOG_DEBUG, "%s: %s (local rank %d of node %d); %s", what, why, node->local_rank,
                            node->node, consequence);

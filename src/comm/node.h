@@ -1,16 +1,30 @@
 /* The node context an engine works in: this rank's place in the
  * communicator and its node, the node's internal communicators, the host
  * segment, and rank 0's settings. Engines take this, not the whole
- * per-communicator state. */
+ * per-communicator state.
+ *
+ * Also every wait that involves peers, so that each is bounded the same
+ * way (a dead local peer, HAR_TIMEOUT, a launcher that is gone, a failure
+ * reported by another rank or node) and each failure is said once, naming
+ * the rank at fault by its rank in the communicator and in MPI_COMM_WORLD
+ * and its host, and passed on to the other nodes. */
 #ifndef HAR_NODE_H
 #define HAR_NODE_H
 
+#include <sys/types.h>
 #include "core/status.h"
 #include "host/segment.h"
 #include "plan/plan.h"
 
 /* Local ranks a node segment serves; larger nodes go to the MPI. */
 #define HAR_MAX_LOCAL 256
+
+/* Where each local rank is, exchanged at set-up. */
+typedef struct {
+    int comm_rank, world_rank;
+    pid_t pid;
+    unsigned long pid_ns;        /* /proc/self/ns/pid's inode: pids compare only within one namespace */
+} har_peer_t;
 
 typedef struct har_node {
     MPI_Comm comm;                  /* the application's communicator */
@@ -22,15 +36,58 @@ typedef struct har_node {
     har_seg_t seg;                  /* the host segment: control lines and slots */
     unsigned host_seq;              /* host-segment chunks so far: the slot parity; the same on every local rank */
     char *scratch;                  /* slot_bytes: ring blocks, staging of device output */
+    har_peer_t *peers;              /* by local rank; NULL until exchanged */
+    char host[48];
+    uint64_t call;                  /* the call in progress, for messages */
+    /* Failure notices between nodes: a receive is always posted on the
+     * communicator this rank exchanges data with across nodes (its rail, or
+     * the leaders'), and every wait on it tests it. */
+    MPI_Comm notice_comm;           /* the rail, or the leaders': where the ring runs */
+    int left;                       /* the ring's left neighbour there, by its rank in comm */
+    MPI_Request notice_req;
+    har_failure_t notice_in;
+    har_failure_t *early;           /* the failure, while no segment holds it (before, or after a failed set-up) */
 } har_node_t;
+
+/* At MPI_Init: notes the launcher (the parent process), to tell later
+ * whether it is gone. */
+HAR_HIDDEN void har_node_init(void);
 
 /* Waits for every local rank to finish the step this rank just finished. */
 HAR_HIDDEN har_status_t har_node_wait_all(har_node_t *node, const char *step);
 /* Waits for one local rank. */
 HAR_HIDDEN har_status_t har_node_wait_one(har_node_t *node, int peer, const char *step);
-/* While the GPU works: are the local peers alive, and within HAR_TIMEOUT of
- * `started` (har_seg_now())? Marks the segment failed (logged) if not. */
-HAR_HIDDEN har_status_t har_node_check_peers(har_node_t *node, double started, const char *step);
+/* While something else works (the GPU): the checks of a wait, once. */
+HAR_HIDDEN har_status_t har_node_check(har_node_t *node, double started, const char *step);
+/* Waits for MPI requests (set-up exchanges, the ring, the inter-node step)
+ * with the same bounds. On failure the requests are left pending: the
+ * communicator is failed for good, and nothing reuses their buffers. */
+HAR_HIDDEN har_status_t har_node_wait_requests(har_node_t *node, int n, MPI_Request *reqs, const char *step);
+/* The same, where the data come from one rank (`partner`, its rank in the
+ * communicator), who is then the one named if HAR_TIMEOUT ends the wait. */
+HAR_HIDDEN har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, int partner,
+                                              const char *step);
+/* A failure found by this rank: recorded for the local peers (the first
+ * record wins) unless one is already. `culprit`: local rank at fault, or -1
+ * for this rank itself. */
+HAR_HIDDEN void har_node_fail(har_node_t *node, har_status_t st, int culprit, const char *step);
+/* The same for a failure whose record is made elsewhere (a rank on another
+ * node, named by its ranks). */
+HAR_HIDDEN void har_node_record_failure(har_node_t *node, const har_failure_t *why);
+/* Has a failure been recorded (here or by a local peer)? */
+HAR_HIDDEN int har_node_failed(const har_node_t *node);
+/* The recorded failure, or NULL. */
+HAR_HIDDEN const har_failure_t *har_node_record(const har_node_t *node);
+/* Detaches the segment (a set-up that failed or was declined), keeping its
+ * failure record, if any, for the report. */
+HAR_HIDDEN void har_node_drop_segment(har_node_t *node);
+/* Says, once, why the communicator failed (from the node's record), and
+ * tells the other nodes. */
+HAR_HIDDEN void har_node_report(har_node_t *node);
+/* Posts the receive of failure notices (set-up, several nodes). */
+HAR_HIDDEN void har_node_listen(har_node_t *node);
+/* Once the segment is mapped: its waits hear notices too. */
+HAR_HIDDEN void har_node_attached(har_node_t *node);
 /* Agreement over the node communicator: 1 on every local rank if `ok` is 1
  * on all. Otherwise the lowest local rank where it failed says why in one
  * warning (`quiet`: at debug level), "<what>: <why>; <consequence>". */

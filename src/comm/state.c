@@ -1,26 +1,31 @@
 /* Per-communicator state (state.h): set-up, lifetime, release.
  *
- * The delete callback makes no MPI call: it unmaps the segment, releases
- * the engines and leaves har's internal communicators on a list that the
- * next har entry frees. */
+ * Set-up exchanges are non-blocking requests waited for by the node's
+ * bounded wait (node.h), except the communicator splits, which MPI offers
+ * only blocking. The delete callback makes no MPI call: it unmaps the
+ * segment, releases the engines and leaves har's internal communicators
+ * (and the receive of failure notices) on a list that the next har entry
+ * frees. */
 #define _GNU_SOURCE  /* sched_getaffinity */
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "comm/call.h"
+#include "comm/share.h"
 #include "core/log.h"
+#include "core/test.h"
 
 static int keyval = MPI_KEYVAL_INVALID, self_keyval = MPI_KEYVAL_INVALID;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static har_comm_t *live;            /* every state, under lock */
 static int segments;                /* states holding a segment, under lock */
-static MPI_Comm *doomed;            /* internal communicators to free, under lock */
-static size_t ndoomed, doomed_cap;
-static unsigned seg_counter;
-static int finalizing;              /* har_comm_finalize has met every rank */
+static int finalizing;              /* har_comm_finalize has met the local peers */
+/* What released states leave to free with MPI calls, under lock. */
+static struct { MPI_Comm *comms; MPI_Request *reqs; size_t ncomms, nreqs, cap; } doomed;
 
 static void release_segment(har_comm_t *c)
 {
@@ -31,34 +36,51 @@ static void release_segment(har_comm_t *c)
     pthread_mutex_unlock(&lock);
 }
 
+static int has_device_engine(const har_comm_t *c)
+{
+    for (int e = 0; e < HAR_PATH_COUNT; e++)
+        if (c->eng[e].impl) return 1;  /* the host engine keeps none */
+    return 0;
+}
+
+/* Leaves an MPI object for free_doomed (no MPI call here). */
+static void doom(MPI_Comm comm, MPI_Request req)
+{
+    if (doomed.ncomms == doomed.cap || doomed.nreqs == doomed.cap) {
+        size_t cap = doomed.cap ? 2 * doomed.cap : 16;
+        MPI_Comm *comms = realloc(doomed.comms, cap * sizeof *comms);
+        if (comms) doomed.comms = comms;
+        MPI_Request *reqs = realloc(doomed.reqs, cap * sizeof *reqs);
+        if (reqs) doomed.reqs = reqs;
+        if (!comms || !reqs) return;  /* leaks a handle, not memory we own */
+        doomed.cap = cap;
+    }
+    if (comm != MPI_COMM_NULL) doomed.comms[doomed.ncomms++] = comm;
+    if (req != MPI_REQUEST_NULL) doomed.reqs[doomed.nreqs++] = req;
+}
+
 static void state_free(har_comm_t *c)
 {
-    int device_engine = 0;
-    for (int e = 0; e < HAR_PATH_COUNT; e++) device_engine |= c->eng[e].impl != NULL;
-    if (device_engine && c->usable && !c->failed && !finalizing) {
+    har_node_t *node = &c->node;
+    HAR_TEST_POINT("free");
+    if (has_device_engine(c) && c->usable && !c->failed && !finalizing) {
         /* Peers' kernels may still read this rank's device memory: meet them
          * on the host segment first (MPI_Comm_free is collective). */
-        har_seg_signal(&c->node.seg);
-        har_node_wait_all(&c->node, "free");
+        har_seg_signal(&node->seg);
+        if (har_node_wait_all(node, "free") != HAR_OK) c->failed = 1;
     }
     for (int e = 0; e < HAR_PATH_COUNT; e++)
         if (c->eng[e].impl) har_engine_of(e)->destroy(c->eng[e].impl);
     har_gpu_release(&c->gpu);
     release_segment(c);
-    free(c->node.scratch);
+    free(node->scratch);
+    free(node->peers);
+    free(node->early);
     pthread_mutex_lock(&lock);
-    MPI_Comm internal[3] = {c->node.node_comm, c->node.rail_comm, c->node.leader_comm};
-    for (int i = 0; i < 3; i++) {
-        if (internal[i] == MPI_COMM_NULL) continue;
-        if (ndoomed == doomed_cap) {
-            size_t cap = doomed_cap ? 2 * doomed_cap : 16;
-            MPI_Comm *grown = realloc(doomed, cap * sizeof *grown);
-            if (!grown) break;  /* leaks a handle, not memory we own */
-            doomed = grown;
-            doomed_cap = cap;
-        }
-        doomed[ndoomed++] = internal[i];
-    }
+    doom(MPI_COMM_NULL, node->notice_req);
+    doom(node->node_comm, MPI_REQUEST_NULL);
+    doom(node->rail_comm, MPI_REQUEST_NULL);
+    doom(node->leader_comm, MPI_REQUEST_NULL);
     if (c->prev) c->prev->next = c->next;
     else if (live == c) live = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -73,19 +95,25 @@ static int delete_cb(MPI_Comm comm, int kv, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
-/* Frees the internal communicators of released states (MPI_Comm_free is
- * local in practice, so doing it later on one rank is safe). */
+/* Cancels and frees what released states left (MPI_Comm_free is local in
+ * practice, so doing it later on one rank is safe). */
 static void free_doomed(void)
 {
-    if (!__atomic_load_n(&ndoomed, __ATOMIC_RELAXED)) return;  /* the per-call case: nothing to do */
+    if (!__atomic_load_n(&doomed.ncomms, __ATOMIC_RELAXED) && !__atomic_load_n(&doomed.nreqs, __ATOMIC_RELAXED))
+        return;  /* the per-call case: nothing to do */
     pthread_mutex_lock(&lock);
-    MPI_Comm *list = doomed;
-    size_t n = ndoomed;
-    doomed = NULL;
-    ndoomed = doomed_cap = 0;
+    MPI_Comm *comms = doomed.comms;
+    MPI_Request *reqs = doomed.reqs;
+    size_t ncomms = doomed.ncomms, nreqs = doomed.nreqs;
+    memset(&doomed, 0, sizeof doomed);
     pthread_mutex_unlock(&lock);
-    for (size_t i = 0; i < n; i++) PMPI_Comm_free(&list[i]);
-    free(list);
+    for (size_t i = 0; i < nreqs; i++) {
+        PMPI_Cancel(&reqs[i]);
+        PMPI_Request_free(&reqs[i]);
+    }
+    for (size_t i = 0; i < ncomms; i++) PMPI_Comm_free(&comms[i]);
+    free(comms);
+    free(reqs);
 }
 
 /* Backstop when MPI_Finalize bypassed our wrapper: MPI deletes
@@ -114,11 +142,21 @@ void har_comm_init(void)
 
 void har_comm_finalize(void)
 {
-    /* Every rank's last call is over once all have arrived here: device
-     * engines can go without a meeting per communicator (whose order could
-     * differ between ranks). */
-    PMPI_Barrier(MPI_COMM_WORLD);
+    /* Device memory may be read by local peers' kernels until they are done
+     * with their last call: meet the local peers of every communicator that
+     * holds device engines, all signals first and then all waits, so that
+     * ranks that list their communicators in different orders cannot wait on
+     * each other. Each wait is bounded like any other (a dead peer, the
+     * launcher gone, HAR_TIMEOUT): MPI_Finalize does not hang after a death. */
+    pthread_mutex_lock(&lock);
+    for (har_comm_t *c = live; c; c = c->next)
+        if (has_device_engine(c) && c->usable && !c->failed) har_seg_signal(&c->node.seg);
+    for (har_comm_t *c = live; c; c = c->next)
+        if (has_device_engine(c) && c->usable && !c->failed && har_node_wait_all(&c->node, "finalize") != HAR_OK)
+            c->failed = 1;
     finalizing = 1;
+    pthread_mutex_unlock(&lock);
+    HAR_TEST_POINT("finalize");
     for (;;) {
         pthread_mutex_lock(&lock);
         har_comm_t *c = live;
@@ -135,35 +173,41 @@ void har_comm_finalize(void)
 }
 
 /* Rank 0's settings, with its tuning table: every rank plans alike. */
-static void settings_setup(har_comm_t *c)
+static har_status_t settings_setup(har_comm_t *c)
 {
     typedef struct { int ntune; har_tune_row_t tune[HAR_TUNE_MAX_ROWS]; } rows_t;
     size_t values = har_config_rank0_bytes();
     char *blob = malloc(values + sizeof(rows_t));
     har_config_t *merged = malloc(sizeof *merged);
+    har_status_t st = HAR_ST_INTERNAL;
+    MPI_Request req;
     if (!blob || !merged) {
-        /* The other ranks are about to exchange: declining here alone would
-         * leave them waiting. */
         har_log(HAR_LOG_ERROR, "out of memory for a communicator's settings");
-        PMPI_Abort(c->node.comm, MPI_ERR_NO_MEM);
+        har_node_fail(&c->node, st, -1, "settings");
+    } else {
+        rows_t *rows = (rows_t *)(blob + values);
+        if (c->node.rank == 0) {
+            static int reported;  /* a refused table is said once per process */
+            char source[HAR_VAR_TEXT];
+            har_config_rank0_pack(&har_cfg, blob);
+            rows->ntune = har_tune_load(HAR_CFG(tuning).s, rows->tune, HAR_TUNE_MAX_ROWS, source, sizeof source,
+                                        !__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED));
+        }
+        st = PMPI_Ibcast(blob, (int)(values + sizeof(rows_t)), MPI_BYTE, 0, c->node.comm, &req) == MPI_SUCCESS
+                 ? har_node_wait_requests(&c->node, 1, &req, "settings")
+                 : HAR_ST_INTERNAL;
+        if (st == HAR_OK) {
+            *merged = har_cfg;
+            har_config_rank0_unpack(merged, blob);
+            har_settings_from(merged, &c->set);
+            c->set.ntune = rows->ntune;
+            memcpy(c->set.tune, rows->tune, sizeof rows->tune);
+            c->node.set = &c->set;
+        }
     }
-    rows_t *rows = (rows_t *)(blob + values);
-    if (c->node.rank == 0) {
-        static int reported;  /* a refused table is said once per process */
-        char source[HAR_VAR_TEXT];
-        har_config_rank0_pack(&har_cfg, blob);
-        rows->ntune = har_tune_load(HAR_CFG(tuning).s, rows->tune, HAR_TUNE_MAX_ROWS, source, sizeof source,
-                                    !__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED));
-    }
-    PMPI_Bcast(blob, (int)(values + sizeof(rows_t)), MPI_BYTE, 0, c->node.comm);
-    *merged = har_cfg;
-    har_config_rank0_unpack(merged, blob);
-    har_settings_from(merged, &c->set);
-    c->set.ntune = rows->ntune;
-    memcpy(c->set.tune, rows->tune, sizeof rows->tune);
-    c->node.set = &c->set;
     free(blob);
     free(merged);
+    return st;
 }
 
 static char cpu_model[HAR_CLASS_LEN - 12] = "unknown_CPU";
@@ -190,19 +234,65 @@ void har_host_class(int cores_per_rank, char *out, size_t len)
     snprintf(out, len, "%s/%d", cpu_model, cores_per_rank);
 }
 
-/* Node, rails, leaders, settings and segment. Collective over comm; every
- * rank returns the same `usable`. */
-static void state_setup(har_comm_t *c, const har_call_t *call)
+/* Who every local rank is, and the node's place: one exchange. */
+static har_status_t node_table(har_comm_t *c, MPI_Comm leaders)
+{
+    har_node_t *node = &c->node;
+    typedef struct { har_peer_t peer; int node, nnodes, cores; } entry_t;
+    entry_t mine, *all = calloc((size_t)node->local_size, sizeof *all);
+    struct stat ns;
+    cpu_set_t set;
+    memset(&mine, 0, sizeof mine);
+    mine.peer.comm_rank = node->rank;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &mine.peer.world_rank);
+    mine.peer.pid = getpid();
+    mine.peer.pid_ns = stat("/proc/self/ns/pid", &ns) == 0 ? (unsigned long)ns.st_ino : 0;
+    if (leaders != MPI_COMM_NULL) {
+        PMPI_Comm_rank(leaders, &mine.node);
+        PMPI_Comm_size(leaders, &mine.nnodes);
+    }
+    int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    mine.cores = cores / node->local_size > 1 ? cores / node->local_size : 1;
+    node->peers = calloc((size_t)node->local_size, sizeof *node->peers);
+    MPI_Request req;
+    har_status_t st = HAR_ST_INTERNAL;
+    if (all && node->peers &&
+        PMPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, node->node_comm, &req) ==
+            MPI_SUCCESS) {
+        har_peer_t *peers = node->peers;
+        node->peers = NULL;  /* not known while the exchange is in flight */
+        st = har_node_wait_requests(node, 1, &req, "set-up");
+        node->peers = peers;
+    }
+    if (st == HAR_OK) {
+        for (int r = 0; r < node->local_size; r++) node->peers[r] = all[r].peer;
+        node->node = all[0].node;
+        node->nnodes = all[0].nnodes;
+        har_host_class(all[0].cores, c->host_cls, sizeof c->host_cls);
+    } else if (st == HAR_ST_INTERNAL) {
+        har_node_fail(node, st, -1, "set-up");
+    }
+    free(all);
+    return st;
+}
+
+/* Node, rails, leaders, settings and segment. Collective over comm. Every
+ * rank returns the same `usable`; a failure status when the ranks could not
+ * even agree (a peer died, HAR_TIMEOUT). */
+static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
 {
     har_node_t *node = &c->node;
     MPI_Comm comm = node->comm, shared, leaders;
-    int ok = 1;
+    har_status_t st;
     PMPI_Comm_rank(comm, &node->rank);
     PMPI_Comm_size(comm, &node->size);
-    settings_setup(c);
+    if (gethostname(node->host, sizeof node->host) != 0) snprintf(node->host, sizeof node->host, "?");
+    node->host[sizeof node->host - 1] = '\0';
+    if ((st = settings_setup(c)) != HAR_OK) return st;
 
     /* Nodes: ranks that share memory, or pretend nodes of HAR_NODE_SIZE
-     * consecutive ranks of each (testing the hierarchy on one machine). */
+     * consecutive ranks of each (testing the hierarchy on one machine).
+     * These splits have no non-blocking form: the README lists them. */
     PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, node->rank, MPI_INFO_NULL, &shared);
     if (c->set.node_size > 0) {
         int shared_rank;
@@ -212,81 +302,82 @@ static void state_setup(har_comm_t *c, const har_call_t *call)
     } else {
         node->node_comm = shared;
     }
+    PMPI_Comm_set_errhandler(node->node_comm, MPI_ERRORS_RETURN);
     PMPI_Comm_rank(node->node_comm, &node->local_rank);
     PMPI_Comm_size(node->node_comm, &node->local_size);
     /* Leaders: local rank 0 of each node, numbered by their rank in comm. */
     PMPI_Comm_split(comm, node->local_rank == 0 ? 0 : MPI_UNDEFINED, node->rank, &leaders);
-    if (leaders != MPI_COMM_NULL) {
-        PMPI_Comm_rank(leaders, &node->node);
-        PMPI_Comm_size(leaders, &node->nnodes);
+    HAR_TEST_POINT("set-up");
+    if ((st = node_table(c, leaders)) != HAR_OK) return st;
+    int sizes[2] = {-node->local_size, node->local_size}, agreed[2];  /* min and max in one exchange */
+    MPI_Request req;
+    if (PMPI_Iallreduce(sizes, agreed, 2, MPI_INT, MPI_MAX, comm, &req) != MPI_SUCCESS) {
+        har_node_fail(node, HAR_ST_INTERNAL, -1, "set-up");
+        return HAR_ST_INTERNAL;
     }
-    cpu_set_t set;
-    int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    int node_info[3] = {node->node, node->nnodes, cores / node->local_size > 1 ? cores / node->local_size : 1};
-    PMPI_Bcast(node_info, 3, MPI_INT, 0, node->node_comm);
-    node->node = node_info[0];
-    node->nnodes = node_info[1];
-    har_host_class(node_info[2], c->host_cls, sizeof c->host_cls);
-    int sizes[2] = {-node->local_size, node->local_size};  /* min and max in one call */
-    PMPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, comm);
-    node->uniform = -sizes[0] == sizes[1];
+    if ((st = har_node_wait_requests(node, 1, &req, "set-up")) != HAR_OK) return st;
+    node->uniform = -agreed[0] == agreed[1];
     if (node->nnodes > 1 && node->uniform) PMPI_Comm_split(comm, node->local_rank, node->node, &node->rail_comm);
     if (node->nnodes > 1 && !node->uniform && node->local_rank == 0) node->leader_comm = leaders;
     else if (leaders != MPI_COMM_NULL) PMPI_Comm_free(&leaders);
-    MPI_Comm internal[3] = {node->node_comm, node->rail_comm, node->leader_comm};
-    for (int i = 0; i < 3; i++)
+    MPI_Comm internal[2] = {node->rail_comm, node->leader_comm};
+    for (int i = 0; i < 2; i++)
         if (internal[i] != MPI_COMM_NULL) PMPI_Comm_set_errhandler(internal[i], MPI_ERRORS_RETURN);
+    har_node_listen(node);
 
-    /* The segment: local rank 0 makes it, the others map it by name. */
+    /* The segment, within the process's budget of HAR_MAX_COMMS. */
     pthread_mutex_lock(&lock);
-    int over_cap = segments >= HAR_CFG(max_comms).i || node->local_size > HAR_MAX_LOCAL;
+    int over_cap = segments >= HAR_CFG(max_comms).i || node->local_size > HAR_MAX_LOCAL, ok = 0;
     if (!over_cap) segments++;
     pthread_mutex_unlock(&lock);
-    struct { char name[56]; int ok; } seg_name = {"", 0};
-    size_t slot = (size_t)c->set.slot_bytes;
-    if (node->local_rank == 0 && !over_cap) {
-        snprintf(seg_name.name, sizeof seg_name.name, "/har-%d-%u-%d", (int)getpid(),
-                 __atomic_fetch_add(&seg_counter, 1, __ATOMIC_RELAXED), node->rank);
-        seg_name.ok = har_seg_create(seg_name.name, node->local_size, slot) == 0;
-    }
-    PMPI_Bcast(&seg_name, (int)sizeof seg_name, MPI_BYTE, 0, node->node_comm);
-    if (over_cap) {
-        ok = 0;
+    /* The cap can differ between ranks (HAR_MAX_COMMS is each rank's): agree first. */
+    int room = !over_cap;
+    if (!har_node_agree(node, room, 1, "node segment", "no room", "this communicator's all-reduces go to the MPI")) {
+        if (har_node_failed(node)) return HAR_ST_PEER_FAILED;
+        if (room) {
+            pthread_mutex_lock(&lock);
+            segments--;
+            pthread_mutex_unlock(&lock);
+        }
         if (node->local_size > HAR_MAX_LOCAL)
             HAR_WARN_ONCE("a node holds more than %d ranks of a communicator: its all-reduces go to the MPI",
                           HAR_MAX_LOCAL);
         else
             HAR_WARN_ONCE("HAR_MAX_COMMS=%lld communicators of this process hold a node segment: later ones' "
                           "all-reduces go to the MPI", HAR_CFG(max_comms).i);
-    } else if (!seg_name.ok || har_seg_attach(&node->seg, seg_name.name, node->local_rank) != 0) {
-        ok = 0;
+        c->usable = 0;
+        return HAR_OK;
+    }
+    size_t slot = (size_t)c->set.slot_bytes;
+    if ((st = har_share_segment(node, slot, &ok)) != HAR_OK) return st;
+    if (!ok) {
         pthread_mutex_lock(&lock);
         segments--;
         pthread_mutex_unlock(&lock);
     }
-    node->scratch = malloc(slot);
-    if (!node->scratch) ok = 0;
+    node->scratch = ok ? malloc(slot) : NULL;
     /* Agreed in one exchange: whether every rank is set up, and whether some
      * rank has CUDA already (then every call starts with an arrival). */
-    int agree[2] = {ok, ok && har_call_wants_cuda(node, call, 0) ? -1 : 0};
-    PMPI_Allreduce(MPI_IN_PLACE, agree, 2, MPI_INT, MPI_MIN, comm);
-    ok = agree[0];
-    c->cuda_node = agree[1] < 0;
-    /* Everyone has mapped it (or given up): the name can go, so that a
-     * crash leaves nothing behind in /dev/shm. */
-    if (node->local_rank == 0 && seg_name.ok) har_seg_unlink(seg_name.name);
-    c->usable = ok;
-    if (!ok) {
+    int mine[2] = {ok && node->scratch, ok && har_call_wants_cuda(node, call, 0) ? -1 : 0}, all[2];
+    if (PMPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MIN, comm, &req) != MPI_SUCCESS) {
+        har_node_fail(node, HAR_ST_INTERNAL, -1, "set-up");
+        return HAR_ST_INTERNAL;
+    }
+    if ((st = har_node_wait_requests(node, 1, &req, "set-up")) != HAR_OK) return st;
+    c->usable = all[0];
+    c->cuda_node = all[1] < 0;
+    if (!c->usable) {
         release_segment(c);
-        if (node->rank == 0 && !over_cap)
+        if (node->rank == 0)
             har_log(HAR_LOG_WARN, "node segment could not be set up on every rank; "
                     "this communicator's all-reduces go to the MPI");
-        return;
+        return HAR_OK;
     }
     HAR_LOG(HAR_LOG_DEBUG, "communicator of %d ranks: node %d of %d, local rank %d of %d, %s, segment %zu bytes, "
             "host class %s", node->size, node->node, node->nnodes, node->local_rank, node->local_size,
             node->nnodes == 1 ? "one node" : node->uniform ? "rails" : "leader",
             har_seg_bytes(node->local_size, slot), c->host_cls);
+    return HAR_OK;
 }
 
 har_comm_t *har_comm_peek(MPI_Comm comm)
@@ -297,10 +388,11 @@ har_comm_t *har_comm_peek(MPI_Comm comm)
     return found ? c : NULL;
 }
 
-har_comm_t *har_comm_get(MPI_Comm comm, const har_call_t *call)
+har_comm_t *har_comm_get(MPI_Comm comm, const har_call_t *call, har_status_t *st)
 {
     har_comm_t *c;
     int found = 0;
+    *st = HAR_OK;
     free_doomed();
     if (PMPI_Comm_get_attr(comm, keyval, &c, &found) != MPI_SUCCESS) return NULL;
     if (found) return c;
@@ -312,13 +404,22 @@ har_comm_t *har_comm_get(MPI_Comm comm, const har_call_t *call)
         PMPI_Abort(comm, MPI_ERR_NO_MEM);
     }
     c->node.comm = comm;
-    c->node.node_comm = c->node.rail_comm = c->node.leader_comm = MPI_COMM_NULL;
+    c->node.node_comm = c->node.rail_comm = c->node.leader_comm = c->node.notice_comm = MPI_COMM_NULL;
+    c->node.notice_req = MPI_REQUEST_NULL;
     c->eng[HAR_PATH_HOST_SEGMENT].state = HAR_ENGINE_ON;
     int inter = 0, size = 1;
     PMPI_Comm_test_inter(comm, &inter);
     if (!inter) PMPI_Comm_size(comm, &size);
     /* Both facts are the same on every rank: no collective needed to agree. */
-    if (!inter && size > 1) state_setup(c, call);
+    if (!inter && size > 1) {
+        *st = state_setup(c, call);
+        if (*st != HAR_OK) {
+            /* The ranks could not even agree: every call here fails from
+             * now on, as after a failure in a call (call.h says why). */
+            c->usable = 1;
+            *st = har_comm_fail(c, *st);
+        }
+    }
     pthread_mutex_lock(&lock);
     c->next = live;
     if (live) live->prev = c;

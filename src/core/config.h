@@ -58,6 +58,8 @@ enum { LOCAL = 0, RANK0 = 1 };
       "communicators per process that get a node segment; later ones go to the MPI")            \
     X(timeout, HAR_T_SECONDS, "0", RANK0, 0, 1e7, NULL,                                         \
       "seconds a rank may wait for a peer before failing; 0 waits for ever (a dead peer is detected either way)") \
+    X(check, HAR_T_BOOL, "0", RANK0, 0, 1, NULL,                                                \
+      "1: checking mode: every slot and shard checksummed by its writer and verified by each reader, results compared across ranks; the first difference fails the call naming writer, reader and shard (NCCL and the IPC kernels are not used)") \
     HAR_TEST_VAR_LIST(X)
 
 /* Test hooks: only in the test build of the library (HAR_TEST_HOOKS), which
@@ -65,11 +67,17 @@ enum { LOCAL = 0, RANK0 = 1 };
 #ifdef HAR_TEST_HOOKS
 #define HAR_TEST_VAR_LIST(X)                                                                    \
     X(test_corrupt, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                           \
-      "test build: RANK:INDEX flips one result element on that rank")                           \
+      "test build: RANK:INDEX, rank RANK of the communicator flips one element of its result of every call har serves") \
+    X(test_corrupt_slot, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                      \
+      "test build: RANK:INDEX, rank RANK of the communicator flips element INDEX of its host slot right after publishing its checksums") \
+    X(test_corrupt_ring, HAR_T_INT, "-1", LOCAL, -1, 1 << 30, NULL,                             \
+      "test build: rank RANK of the communicator flips a byte of each block it sends in the ring, after its checksum") \
     X(test_ipc_fail, HAR_T_BOOL, "0", LOCAL, 0, 1, NULL,                                        \
       "test build: the CUDA IPC engine's set-up fails on local rank 0, so the node disables it") \
     X(test_nccl_fail, HAR_T_BOOL, "0", LOCAL, 0, 1, NULL,                                       \
       "test build: the NCCL engine's set-up fails on local rank 0, so the node disables it")    \
+    X(test_kill, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                              \
+      "test build: RANK:POINT[:N], world rank RANK kills itself the Nth time it passes POINT")    \
     X(test_cuda_at, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                           \
       "test build: RANK:CALL, rank RANK of every communicator (* for all) acts as if it had a CUDA context from its call number CALL on")
 #else

@@ -12,6 +12,8 @@ typedef enum {
 #define HAR_STATUS_ENUM(id, msg) HAR_ST_##id,
     HAR_ERROR_LIST(HAR_STATUS_ENUM)
 #undef HAR_STATUS_ENUM
+    HAR_ST_TRUNCATE,    /* ranks' counts or datatypes differ: MPI_ERR_TRUNCATE, as the MPIs give */
+    HAR_ST_OP,          /* ranks' ops differ: MPI_ERR_OP */
 } har_status_t;
 
 /* The MPI error code of a status (MPI_SUCCESS for HAR_OK). */

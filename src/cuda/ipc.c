@@ -137,11 +137,13 @@ static har_engine_setup_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
     /* Everyone exchanges, even a rank that failed, so nobody waits alone. */
     ok = har_node_agree(node, ok, 0, what, why, instead);
     if (ok) {
-        ok = PMPI_Allgather(&handle, (int)sizeof handle, MPI_BYTE, handles, (int)sizeof handle, MPI_BYTE,
-                            node->node_comm) == MPI_SUCCESS;
+        MPI_Request req;
+        ok = PMPI_Iallgather(&handle, (int)sizeof handle, MPI_BYTE, handles, (int)sizeof handle, MPI_BYTE,
+                             node->node_comm, &req) == MPI_SUCCESS &&
+             har_node_wait_requests(node, 1, &req, what) == HAR_OK;
         if (!ok) snprintf(why, sizeof why, "exchanging the IPC handles failed");
         ok = ok && map_peers(d, handles, why, sizeof why);
-        ok = har_node_agree(node, ok, 0, what, why, instead);
+        ok = !har_node_failed(node) && har_node_agree(node, ok, 0, what, why, instead);
     }
     har_gpu_leave(&scope);
     free(handles);
@@ -200,7 +202,8 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
             st = har_gpu_check(cudaMemcpyAsync(d->stage, shard, len * a.elem, cudaMemcpyDeviceToHost, d->stream),
                                "copy to host");
         if (st == HAR_OK) st = har_gpu_wait(d->stream, node, &watch, "device shard");
-        if (st == HAR_OK && len > 0) st = har_inter_allreduce(node, node->rail_comm, d->stage, len, call, d->tmp);
+        if (st == HAR_OK && len > 0)
+            st = har_inter_allreduce(node, node->rail_comm, d->stage, len, call, d->tmp, d->slot_bytes, done == 0);
         if (st == HAR_OK && len > 0)
             st = har_gpu_check(cudaMemcpyAsync(shard, d->stage, len * a.elem, cudaMemcpyHostToDevice, d->stream),
                                "copy to device");

@@ -39,7 +39,7 @@ har_status_t har_gpu_wait(void *stream, har_node_t *node, const har_gpu_watch_t 
         if (i < 4096) continue;  /* the common case: done within microseconds */
         sched_yield();
         if (i % 256) continue;
-        har_status_t st = har_node_check_peers(node, started, step);
+        har_status_t st = har_node_check(node, started, step);
         if (st == HAR_OK && watch->poll) st = watch->poll(watch->ctx);
         if (st != HAR_OK) {
             watch->stop(watch->ctx);

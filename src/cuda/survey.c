@@ -63,7 +63,7 @@ static uint64_t hash(const char *s)
     return h;
 }
 
-har_status_t har_gpu_survey(MPI_Comm node, int device, har_gpu_t *gpu)
+har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
 {
     const har_cu_device_api_t *cu = har_cu_device_api();
     struct { unsigned char uuid[16]; uint64_t name; } mine, *all = NULL;
@@ -73,9 +73,10 @@ har_status_t har_gpu_survey(MPI_Comm node, int device, har_gpu_t *gpu)
     memset(gpu, 0, sizeof *gpu);
     memset(&mine, 0, sizeof mine);
     gpu->device = device;
-    PMPI_Comm_size(node, &gpu->nranks);
-    int me;
-    PMPI_Comm_rank(node, &me);
+    gpu->nranks = node->local_size;
+    int me = node->local_rank;
+    MPI_Request req;
+    har_status_t st = HAR_ST_INTERNAL;
     int ok = cu && cu->device_get(&dev, device) == CUDA_SUCCESS && cu->device_get_uuid(&uuid, dev) == CUDA_SUCCESS &&
              cu->device_get_name(name, sizeof name, dev) == CUDA_SUCCESS &&
              cu->device_get_pci_bus_id(bus, sizeof bus, dev) == CUDA_SUCCESS;
@@ -85,12 +86,16 @@ har_status_t har_gpu_survey(MPI_Comm node, int device, har_gpu_t *gpu)
     }
     all = calloc((size_t)gpu->nranks, sizeof *all);
     gpu->uuid = calloc((size_t)gpu->nranks, sizeof *gpu->uuid);
-    if (!all || !gpu->uuid ||
-        PMPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, node) != MPI_SUCCESS) {
-        har_log(HAR_LOG_ERROR, "device survey: exchange between local ranks failed");
+    if (all && gpu->uuid &&
+        PMPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, node->node_comm, &req) ==
+            MPI_SUCCESS)
+        st = har_node_wait_requests(node, 1, &req, "device survey");
+    else
+        har_node_fail(node, st, -1, "device survey");
+    if (st != HAR_OK) {
         free(all);
         har_gpu_release(gpu);
-        return HAR_ST_INTERNAL;
+        return st;
     }
     int reach = ok, shared = 0;
     for (int r = 0; r < gpu->nranks; r++) {
@@ -106,12 +111,16 @@ har_status_t har_gpu_survey(MPI_Comm node, int device, har_gpu_t *gpu)
     }
     int link = !reach ? LINK_NONE : nvlink_active(bus) ? LINK_NVLINK : LINK_PCIE;
     /* Agreed: the smallest reach and link; names equal iff min == max. */
-    uint64_t agree[4] = {mine.name, ~mine.name, (uint64_t)reach, (uint64_t)link};
+    uint64_t mine_facts[4] = {mine.name, ~mine.name, (uint64_t)reach, (uint64_t)link}, agree[4];
     free(all);
-    if (PMPI_Allreduce(MPI_IN_PLACE, agree, 4, MPI_UINT64_T, MPI_MIN, node) != MPI_SUCCESS) {
-        har_log(HAR_LOG_ERROR, "device survey: agreement between local ranks failed");
+    st = HAR_ST_INTERNAL;
+    if (PMPI_Iallreduce(mine_facts, agree, 4, MPI_UINT64_T, MPI_MIN, node->node_comm, &req) == MPI_SUCCESS)
+        st = har_node_wait_requests(node, 1, &req, "device survey");
+    else
+        har_node_fail(node, st, -1, "device survey");
+    if (st != HAR_OK) {
         har_gpu_release(gpu);
-        return HAR_ST_INTERNAL;
+        return st;
     }
     gpu->shared_gpu = shared;
     gpu->reachable = (int)agree[2];
@@ -129,7 +138,7 @@ int har_gpu_ordinal(const unsigned char uuid[16])
     (void)uuid;
     return -1;
 }
-har_status_t har_gpu_survey(MPI_Comm node, int device, har_gpu_t *gpu)
+har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
 {
     (void)node;
     memset(gpu, 0, sizeof *gpu);

@@ -6,7 +6,7 @@
 #ifndef HAR_SURVEY_H
 #define HAR_SURVEY_H
 
-#include "core/status.h"
+#include "comm/node.h"
 #include "plan/tuning.h"
 
 typedef struct {
@@ -18,8 +18,8 @@ typedef struct {
     unsigned char (*uuid)[16];  /* every local rank's GPU */
 } har_gpu_t;
 
-/* Collective on the node communicator. */
-HAR_HIDDEN har_status_t har_gpu_survey(MPI_Comm node, int device, har_gpu_t *gpu);
+/* Collective on the node; its exchanges bounded as every wait (node.h). */
+HAR_HIDDEN har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu);
 HAR_HIDDEN void har_gpu_release(har_gpu_t *gpu);
 /* Ordinal, in this process's numbering, of the GPU with this UUID; -1 if
  * this process cannot see it (CUDA_VISIBLE_DEVICES per rank, say). */

@@ -5,9 +5,19 @@
  * i, runs the inter-node step on it over its rail, and every rank copies
  * all finished shards; in leader mode (nodes of unequal size) local rank 0
  * carries the node's whole vector across nodes. Messages larger than a slot
- * go through in chunks. Device buffers are copied in and out by CUDA. */
+ * go through in chunks. Device buffers are copied in and out by CUDA.
+ *
+ * With HAR_CHECK every writer publishes a checksum of each shard of its
+ * input and of its reduced shard before the step that hands them over, and
+ * every reader verifies what it reads; the first difference fails the call
+ * naming the writer, the reader, the shard and the step. */
+#include <stdio.h>
 #include <string.h>
+#include "core/log.h"
+#include "core/test.h"
 #include "engine.h"
+#include "host/check.h"
+#include "host/host.h"
 #include "inter/inter.h"
 
 typedef struct {
@@ -25,6 +35,77 @@ static har_status_t copy_out(const chunk_t *c, char *dst, const char *slot, size
     return har_mem_copy(dst, c->call->out_kind, slot, HAR_MEM_HOST, bytes);
 }
 
+/* ---- HAR_CHECK ------------------------------------------------------------ */
+
+/* This rank's input chunk is in its slot: with HAR_CHECK, its checksums,
+ * shard by shard. */
+static void publish_input(har_node_t *node, const char *slot, size_t n, size_t elem, unsigned parity)
+{
+    uint64_t *sums = har_seg_sums(&node->seg, node->local_rank, parity);
+    for (int s = 0; node->set->check && s < node->local_size; s++) {
+        size_t off, len;
+        har_shard(n, elem, node->local_size, s, &off, &len);
+        sums[s] = har_check_sum(slot + off * elem, len * elem, off * elem);
+    }
+#ifdef HAR_TEST_HOOKS
+    /* HAR_TEST_CORRUPT_SLOT=RANK:INDEX: after publishing, flip one byte of
+     * element INDEX in the slot, as a fault between writer and reader would. */
+    int rank;
+    long long index;
+    if (sscanf(HAR_CFG(test_corrupt_slot).s, "%d:%lld", &rank, &index) == 2 && rank == node->rank && index >= 0 &&
+        (size_t)index < n)
+        ((char *)slot)[(size_t)index * elem + elem - 1] ^= 0x40;
+#endif
+}
+
+/* Does what this rank reads of `writer`'s slot (bytes at byte `at` of the
+ * chunk) match what the writer published (`want`)? If not, the failure is
+ * recorded and said, naming both ranks and the shard. */
+static har_status_t verify(const chunk_t *c, int writer, const char *data, size_t bytes, size_t at, uint64_t want,
+                           int shard, const char *step)
+{
+    uint64_t got = har_check_sum(data, bytes, at);
+    if (got == want) return HAR_OK;
+    har_node_t *node = c->node;
+    har_log(HAR_LOG_ERROR, "HAR_CHECK: call %llu, step %s: rank %d (world rank %d) published %s %d of its slot "
+            "(checksum %016llx), rank %d read different data (%016llx), bytes %zu to %zu of the chunk",
+            (unsigned long long)node->call, step, node->peers[writer].comm_rank, node->peers[writer].world_rank,
+            shard < 0 ? "the whole" : "shard", shard < 0 ? 0 : shard, (unsigned long long)want, node->rank,
+            (unsigned long long)got, at, at + bytes);
+    har_node_fail(node, HAR_ST_CHECK, writer, step);
+    return HAR_ST_CHECK;
+}
+
+/* A reader of a whole input slot: its shards' sums add up to the slot's. */
+static har_status_t verify_slot(const chunk_t *c, int writer, const char *slot)
+{
+    har_node_t *node = c->node;
+    size_t elem = c->call->red.elem_size;
+    const uint64_t *sums = har_seg_sums(&node->seg, writer, c->parity);
+    uint64_t whole = 0;
+    for (int s = 0; s < node->local_size; s++) whole += sums[s];
+    if (har_check_sum(slot, c->n * elem, 0) == whole) return HAR_OK;
+    for (int s = 0; s < node->local_size; s++) {  /* which shard */
+        size_t off, len;
+        har_shard(c->n, elem, node->local_size, s, &off, &len);
+        har_status_t st = verify(c, writer, slot + off * elem, len * elem, off * elem, sums[s], s, "input");
+        if (st != HAR_OK) return st;
+    }
+    return verify(c, writer, slot, c->n * elem, 0, whole, -1, "input");
+}
+
+/* ---- the steps ------------------------------------------------------------- */
+
+har_status_t har_host_preload(har_node_t *node, const har_call_t *call, size_t chunk_bytes)
+{
+    size_t elem = call->red.elem_size, n = har_chunk_elems(chunk_bytes, elem);
+    if (call->count < n) n = call->count;
+    char *slot = har_seg_slot(&node->seg, node->local_rank, node->host_seq & 1);
+    har_status_t st = har_mem_copy(slot, HAR_MEM_HOST, call->in, call->in_kind, n * elem);
+    if (st == HAR_OK) publish_input(node, slot, n, elem, node->host_seq & 1);
+    return st;
+}
+
 /* This rank's input in its slot (unless the arrival put it there), then a
  * wait until every local rank's is; the arrival was this step if it loaded
  * every rank's. */
@@ -35,7 +116,9 @@ static har_status_t input(const chunk_t *c, char *slot)
     if (!(c->first && call->loaded_me)) {
         har_status_t st = har_mem_copy(slot, HAR_MEM_HOST, c->in, call->in_kind, c->n * call->red.elem_size);
         if (st != HAR_OK) return st;
+        publish_input(c->node, slot, c->n, call->red.elem_size, c->parity);
     }
+    HAR_TEST_POINT("input");
     har_seg_signal(&c->node->seg);
     return har_node_wait_all(c->node, "input");
 }
@@ -46,6 +129,8 @@ static har_status_t one_shot(const chunk_t *c)
     har_node_t *node = c->node;
     size_t elem = c->call->red.elem_size, bytes = c->n * elem;
     har_status_t st = input(c, har_seg_slot(&node->seg, node->local_rank, c->parity));
+    for (int r = 0; st == HAR_OK && node->set->check && r < node->local_size; r++)
+        st = verify_slot(c, r, har_seg_slot(&node->seg, r, c->parity));
     if (st != HAR_OK) return st;
     char *acc = c->call->out_kind == HAR_MEM_HOST ? c->out : node->scratch;
     char *src[HAR_MAX_LOCAL];
@@ -61,13 +146,17 @@ static har_status_t two_shot(const chunk_t *c)
     har_seg_t *seg = &node->seg;
     const har_call_t *call = c->call;
     size_t elem = call->red.elem_size, off, len;
-    int me = node->local_rank, L = node->local_size;
+    int me = node->local_rank, L = node->local_size, check = node->set->check;
     char *mine = har_seg_slot(seg, me, c->parity);
     har_status_t st = input(c, mine);
     if (st != HAR_OK) return st;
 
     har_shard(c->n, elem, L, me, &off, &len);
     char *shard = mine + off * elem;
+    for (int r = 0; check && r < L; r++)
+        if ((st = verify(c, r, har_seg_slot(seg, r, c->parity) + off * elem, len * elem, off * elem,
+                         har_seg_sums(seg, r, c->parity)[me], me, "shard input")) != HAR_OK)
+            return st;
     /* Own input first, then the others in rank order: a fixed order, and
      * each shard is reduced by one rank only, so results match everywhere. */
     char *src[HAR_MAX_LOCAL];
@@ -76,8 +165,11 @@ static har_status_t two_shot(const chunk_t *c)
         if (r != me) src[nsrc++] = har_seg_slot(seg, r, c->parity) + off * elem;
     har_reduce_many(call->red.fn, elem, shard, src, nsrc, len, L);
     if (node->rail_comm != MPI_COMM_NULL && len > 0 &&
-        (st = har_inter_allreduce(node, node->rail_comm, shard, len, call, node->scratch)) != HAR_OK)
+        (st = har_inter_allreduce(node, node->rail_comm, shard, len, call, node->scratch,
+                                  (size_t)node->set->slot_bytes, c->first)) != HAR_OK)
         return st;
+    if (check) har_seg_sums(seg, me, c->parity)[L] = har_check_sum(shard, len * elem, off * elem);
+    HAR_TEST_POINT("shard");
     har_seg_signal(seg);
 
     if (node->nnodes > 1 && !node->uniform) {
@@ -87,22 +179,34 @@ static har_status_t two_shot(const chunk_t *c)
             if ((st = har_node_wait_all(node, "shard")) != HAR_OK) return st;
             for (int r = 1; r < L; r++) {
                 har_shard(c->n, elem, L, r, &off, &len);
-                memcpy(mine + off * elem, har_seg_slot(seg, r, c->parity) + off * elem, len * elem);
+                char *theirs = har_seg_slot(seg, r, c->parity) + off * elem;
+                if (check && (st = verify(c, r, theirs, len * elem, off * elem, har_seg_sums(seg, r, c->parity)[L], r,
+                                          "shard")) != HAR_OK)
+                    return st;
+                memcpy(mine + off * elem, theirs, len * elem);
             }
-            if ((st = har_inter_allreduce(node, node->leader_comm, mine, c->n, call, node->scratch)) != HAR_OK)
+            if ((st = har_inter_allreduce(node, node->leader_comm, mine, c->n, call, node->scratch,
+                                          (size_t)node->set->slot_bytes, c->first)) != HAR_OK)
                 return st;
+            if (check) har_seg_sums(seg, 0, c->parity)[L] = har_check_sum(mine, c->n * elem, 0);
         }
         har_seg_signal(seg);
         if (me != 0 && (st = har_node_wait_one(node, 0, "leader")) != HAR_OK) return st;
-        return copy_out(c, c->out, har_seg_slot(seg, 0, c->parity), c->n * elem);
+        const char *result = har_seg_slot(seg, 0, c->parity);
+        if (check && me != 0 &&
+            (st = verify(c, 0, result, c->n * elem, 0, har_seg_sums(seg, 0, c->parity)[L], -1, "leader")) != HAR_OK)
+            return st;
+        return copy_out(c, c->out, result, c->n * elem);
     }
 
     if ((st = har_node_wait_all(node, "shard")) != HAR_OK) return st;
     for (int r = 0; r < L; r++) {
         har_shard(c->n, elem, L, r, &off, &len);
-        if ((st = copy_out(c, c->out + off * elem, har_seg_slot(seg, r, c->parity) + off * elem, len * elem)) !=
-            HAR_OK)
+        const char *theirs = har_seg_slot(seg, r, c->parity) + off * elem;
+        if (check && (st = verify(c, r, theirs, len * elem, off * elem, har_seg_sums(seg, r, c->parity)[L], r,
+                                  "shard")) != HAR_OK)
             return st;
+        if ((st = copy_out(c, c->out + off * elem, theirs, len * elem)) != HAR_OK) return st;
     }
     return HAR_OK;
 }

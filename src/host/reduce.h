@@ -12,7 +12,15 @@ typedef struct {
     har_reduce_fn fn;        /* NULL: har does not serve this (type, op) */
     size_t elem_size;
     int dev_type, dev_op;    /* the kernels' codes (cuda/kernels.h); HAR_DT_NONE / HAR_OP_NONE if no kernel serves it */
+    /* What ranks must agree on, as numbers that mean the same in every
+     * process (MPI handles are addresses that differ between them): the
+     * element's kind, width and signedness, and the op (HAR_OP_*). */
+    uint16_t type_code;
+    int16_t op_code;
 } har_reduce_t;
+/* "int32", "float", ... for a type_code, in messages. */
+HAR_HIDDEN const char *har_type_code_name(uint16_t code, char *buf, size_t len);
+HAR_HIDDEN const char *har_op_code_name(int code);
 
 /* The reduction of a predefined datatype and op. */
 HAR_HIDDEN har_reduce_t har_reduce_lookup(MPI_Datatype type, MPI_Op op);

@@ -1,43 +1,76 @@
 /* The node segment on host shared memory, and the synchronisation on it.
- * MPI-free, so that tests can drive it from forked processes. */
+ * MPI-free, so that tests can drive it from forked processes.
+ *
+ * The segment is anonymous memory (memfd_create): it never has a name, so
+ * nothing of it can outlive its last user, whatever the moment of death.
+ * Local rank 0 makes it and passes the file descriptor to its peers
+ * (comm/share.c). Where that cannot be done, a named segment in /dev/shm is
+ * the fallback: its creator holds its liveness lock from the moment the
+ * name exists, the name goes as soon as every rank has mapped it, and a
+ * named segment whose locks nobody holds is stale (har_seg_clean). */
 #ifndef HAR_SEGMENT_H
 #define HAR_SEGMENT_H
 
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "core/status.h"
 
-#define HAR_LINE 128  /* one flag line per writer; slots start on this boundary */
+#define HAR_LINE 128  /* slots start on this boundary; each writer owns whole lines */
 
 /* What a rank says of its call at the call's first synchronisation (the
- * arrival), so that the node agrees without an MPI call. */
+ * arrival), so that the node agrees without an MPI call, and so that ranks
+ * whose arguments differ are caught before any data moves. */
 enum {
     HAR_ARRIVE_LOADED = 1,  /* its input of the call's first chunk is in its host slot already */
     HAR_ARRIVE_CTX = 2,     /* it has a CUDA context for its buffers' GPU */
     HAR_ARRIVE_SAME = 4,    /* its buffers are on the GPU its device engines use (or none is set up) */
 };
 typedef struct {
-    uint32_t flags;
+    uint64_t count;
+    uint32_t call;          /* the call's number on this communicator (low bits) */
+    uint16_t type;          /* har_reduce_t's type_code and op_code */
+    int8_t op;
+    uint8_t flags;
     int32_t dev;            /* ordinal + 1 of the GPU holding both buffers; 0: not both on one GPU */
-    uint64_t call;          /* the call's number on this communicator */
+    uint32_t unused;
 } har_arrival_t;
 
+/* Why a rank gave up, written by the first rank that did (before it marks
+ * the segment failed), so that every local rank can say who and why. */
+typedef struct {
+    int32_t status;         /* har_status_t */
+    int32_t culprit;        /* rank in the communicator of the dead, late or mismatched rank; -1: none */
+    int32_t culprit_world;  /* its rank in MPI_COMM_WORLD; -1: unknown */
+    int32_t reporter;       /* rank in the communicator of the rank that found it */
+    uint64_t call;
+    char step[16];
+    char host[48];          /* the culprit's host */
+} har_failure_t;
+
 /* Per-rank control line, written only by its owner (except `dead`, which the
- * first rank to find the owner gone sets). An arrival record is written
+ * first rank to find the owner gone sets; `attached` tells it when the
+ * owner's liveness lock can be trusted). An arrival record is written
  * before the release that ends the call's first step and read after the
  * acquire that waits for it; two, by call parity, since a rank can be one
- * call ahead of a peer that has not read its record yet. */
+ * call ahead of a peer that has not read its record yet. The epoch and both
+ * records fill one 64-byte cache line: a waiter that has read the epoch
+ * reads the record at no further cost. */
 typedef struct {
     _Atomic uint64_t epoch;   /* steps this rank has finished; only grows */
     _Atomic uint32_t dead;
-    uint32_t unused;
+    _Atomic uint32_t attached;  /* its liveness lock is taken */
     har_arrival_t arrival[2];
+    har_failure_t failure;    /* valid once hdr->failed names this rank */
 } har_ctl_t;
+_Static_assert(offsetof(har_ctl_t, failure) == 64, "epoch and arrival records share one cache line");
 
 typedef struct {
     uint64_t magic;
     uint32_t nranks;
-    _Atomic uint32_t failed;  /* some rank gave up: everyone stops waiting */
+    /* 0, or 1 + the local rank whose control line says why it gave up: every
+     * waiter stops. Set once (compare and swap). */
+    _Atomic uint32_t failed;
     uint64_t slot_bytes;
     /* The first call from which every call starts with an arrival step:
      * set (once) by the first rank that finds a CUDA context in its process,
@@ -48,30 +81,52 @@ typedef struct {
 typedef struct {
     char *base;
     size_t size, slot_bytes, ctl_stride;
+    /* Called from a long wait's slow path: nonzero stops the wait with
+     * HAR_ST_PEER_FAILED (a failure heard from elsewhere). May be NULL. */
+    int (*heard)(void *ctx);
+    void *heard_ctx;
     int fd;                   /* kept open: it carries this rank's liveness lock */
     int nranks, me;
     har_seg_hdr_t *hdr;
+    char *sums;               /* HAR_CHECK's checksums, sums_stride per rank */
+    size_t sums_stride;
     char *slots;
     uint64_t my_epoch;        /* local copy of ctl(me)->epoch */
 } har_seg_t;
 
-/* Creates and sizes the named segment (pages reserved now, so that a small
- * /dev/shm fails here and not later with SIGBUS). 0 or -1 (logged). */
-int har_seg_create(const char *name, int nranks, size_t slot_bytes);
-/* Maps it as rank `me` and takes this rank's liveness lock: a write lock on
- * byte `me` of the segment file, an open-file-description lock, so it belongs
- * to the process (not to the thread that attached) and the kernel drops it
- * when the process dies, in any PID namespace. A rank that has not attached
- * yet looks dead to a waiter: wait only on ranks known to have attached (the
- * set-up's collective after attaching guarantees it). */
-int har_seg_attach(har_seg_t *seg, const char *name, int me);
+/* Makes an anonymous segment for nranks, its pages reserved now (a small
+ * /dev/shm fails here, not later with SIGBUS). Its fd, or -1 (logged). */
+int har_seg_create(int nranks, size_t slot_bytes);
+/* The named fallback: creates /dev/shm`name` and attaches to it as rank 0
+ * in one go, so that its liveness lock is held from the start. */
+har_status_t har_seg_create_named(har_seg_t *seg, const char *name, int nranks, size_t slot_bytes);
+/* Maps the segment open on `fd` (taken over, closed) as rank `me` and
+ * takes this rank's liveness lock: a write lock on byte `me` of the segment
+ * file, an open-file-description lock, on a description of its own (the
+ * file reopened), so it belongs to the process (not to the thread that
+ * attached) and the kernel drops it when the process dies, in any PID
+ * namespace. Until a rank has attached, its missing lock says nothing:
+ * the checks here skip it (the node's pid checks cover that time). */
+har_status_t har_seg_attach(har_seg_t *seg, int fd, int me);
+/* Opens a named segment's fd (the fallback's peers), or -1 (logged). */
+int har_seg_open_named(const char *name);
 void har_seg_unlink(const char *name);
 void har_seg_detach(har_seg_t *seg);
 size_t har_seg_bytes(int nranks, size_t slot_bytes);
+/* Removes named segments in /dev/shm whose liveness locks nobody holds
+ * (left by processes that died between creating and unlinking), saying
+ * what it removed at `level`; returns how many. */
+int har_seg_clean(int level);
 
 static inline har_ctl_t *har_seg_ctl(const har_seg_t *seg, int rank)
 {
     return (har_ctl_t *)(seg->base + HAR_LINE + (size_t)rank * seg->ctl_stride);
+}
+/* The checksums rank publishes for its slot of this parity: one per shard,
+ * then one of its reduced shard (HAR_CHECK). Written only by that rank. */
+static inline uint64_t *har_seg_sums(const har_seg_t *seg, int rank, unsigned parity)
+{
+    return (uint64_t *)(seg->sums + (size_t)rank * seg->sums_stride) + (size_t)(parity & 1) * ((size_t)seg->nranks + 1);
 }
 /* Rank's slot of the given parity (two per rank, used alternately). */
 static inline char *har_seg_slot(const har_seg_t *seg, int rank, unsigned parity)
@@ -79,29 +134,28 @@ static inline char *har_seg_slot(const har_seg_t *seg, int rank, unsigned parity
     return seg->slots + ((size_t)rank * 2 + (parity & 1)) * seg->slot_bytes;
 }
 
-/* What a wait reports when it fails. */
-typedef struct {
-    const char *step;         /* "input", "shard", ... */
-    int comm_rank, node;
-    double timeout;           /* seconds; 0 = none */
-} har_wait_ctx_t;
-
-typedef enum { HAR_WAIT_OK = 0, HAR_WAIT_DEAD, HAR_WAIT_TIMEOUT, HAR_WAIT_FAILED } har_wait_rc_t;
-
 /* Finishes one step: release, so that peers that see the new epoch also see
  * every write this rank made before. Returns the new epoch. */
 uint64_t har_seg_signal(har_seg_t *seg);
-/* Waits until `peer` has finished step `epoch` (acquire). */
-har_wait_rc_t har_seg_wait(har_seg_t *seg, int peer, uint64_t epoch, const har_wait_ctx_t *ctx);
+/* Waits until `peer` has finished step `epoch` (acquire). HAR_OK, or why it
+ * stopped: HAR_ST_PEER_DEAD (its lock is gone), HAR_ST_TIMEOUT (past
+ * `timeout` seconds; 0: none), HAR_ST_PEER_FAILED (some local rank gave up:
+ * har_seg_failure says who and why); *culprit: the local rank at fault, or
+ * -1. Nothing is logged here: the caller knows the names. */
+har_status_t har_seg_wait(har_seg_t *seg, int peer, uint64_t epoch, double timeout, int *culprit);
 /* Waits for every rank of the segment. */
-har_wait_rc_t har_seg_wait_all(har_seg_t *seg, uint64_t epoch, const har_wait_ctx_t *ctx);
-/* While something else waits (a GPU stream): the same checks as a wait's
- * slow path, on every peer, with the time-out counted from `started`
- * (har_seg_now()). Logs and marks the segment failed on trouble. */
-har_wait_rc_t har_seg_check_peers(har_seg_t *seg, double started, const har_wait_ctx_t *ctx);
+har_status_t har_seg_wait_all(har_seg_t *seg, uint64_t epoch, double timeout, int *culprit);
+/* While something else waits (a GPU stream, an MPI request): the same
+ * checks as a wait's slow path, on every peer, with the time-out counted
+ * from `started` (har_seg_now()). */
+har_status_t har_seg_check_peers(har_seg_t *seg, double started, double timeout, int *culprit);
 double har_seg_now(void);
-/* Tells every peer to stop waiting: this rank will not take part any more. */
-void har_seg_fail(har_seg_t *seg);
+/* Records why this rank gives up and tells every local peer to stop
+ * waiting. The first report wins; returns 1 if it was this one. */
+int har_seg_fail(har_seg_t *seg, const har_failure_t *why);
+/* The first report, or NULL while the segment has not failed. */
+const har_failure_t *har_seg_failure(const har_seg_t *seg);
+
 #ifdef HAR_TEST_HOOKS
 /* Steps signalled by this process since it started (tests count them). */
 unsigned long long har_seg_steps(void);

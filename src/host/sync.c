@@ -1,20 +1,19 @@
-/* Steps, waits and liveness on the node segment.
+/* Steps, waits and liveness on the node segment (segment.h).
  *
  * A step is finished by bumping this rank's epoch with a release store; a
  * waiter loads it with acquire. Waits spin briefly, then yield, then sleep:
  * ranks are often oversubscribed, and a spinning waiter would steal the core
  * of the peer it waits for. A late peer is normal; a dead one (its liveness
- * lock gone) or one past HAR_TIMEOUT ends the wait with an error.
- * No wait here runs while this rank has MPI requests outstanding: the ring
- * completes its requests (PMPI_Waitall) before the rank signals, so these
- * waits never need to drive MPI progress. */
+ * lock gone), one past the time-out, or a failure another local rank
+ * reported ends the wait. No wait here runs while this rank has MPI
+ * requests outstanding: the inter-node step completes its requests before
+ * the rank signals, so these waits never need to drive MPI progress. */
 #define _GNU_SOURCE  /* F_OFD_GETLK */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <stdio.h>
+#include <string.h>
 #include <time.h>
-#include "core/log.h"
 #include "host/segment.h"
 
 #define SPINS 2000
@@ -34,9 +33,23 @@ uint64_t har_seg_signal(har_seg_t *seg)
     return seg->my_epoch;
 }
 
-void har_seg_fail(har_seg_t *seg) { atomic_store(&seg->hdr->failed, 1); }
+int har_seg_fail(har_seg_t *seg, const har_failure_t *why)
+{
+    uint32_t none = 0;
+    if (atomic_load(&seg->hdr->failed)) return 0;
+    /* Our own control line: nobody else writes it, and the release of the
+     * compare-and-swap publishes it. If another rank wins, ours is unread. */
+    har_seg_ctl(seg, seg->me)->failure = *why;
+    return atomic_compare_exchange_strong(&seg->hdr->failed, &none, (uint32_t)seg->me + 1);
+}
 
-static double now(void)
+const har_failure_t *har_seg_failure(const har_seg_t *seg)
+{
+    uint32_t who = atomic_load(&seg->hdr->failed);
+    return who && who <= (uint32_t)seg->nranks ? &har_seg_ctl(seg, (int)who - 1)->failure : NULL;
+}
+
+double har_seg_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -49,6 +62,7 @@ static int peer_alive(har_seg_t *seg, int peer)
 {
     har_ctl_t *ctl = har_seg_ctl(seg, peer);
     if (atomic_load(&ctl->dead)) return 0;
+    if (!atomic_load(&ctl->attached)) return 1;  /* no lock to look at yet */
     struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = peer, .l_len = 1};
     if (fcntl(seg->fd, F_OFD_GETLK, &lock) != 0) return 1;  /* cannot tell: assume alive */
     if (lock.l_type != F_UNLCK) return 1;
@@ -56,64 +70,61 @@ static int peer_alive(har_seg_t *seg, int peer)
     return 0;
 }
 
-har_wait_rc_t har_seg_wait(har_seg_t *seg, int peer, uint64_t epoch, const har_wait_ctx_t *ctx)
+/* The slow path's checks on one peer. */
+static har_status_t check(har_seg_t *seg, int peer, double started, double timeout, int *culprit)
+{
+    *culprit = -1;
+    if (atomic_load(&seg->hdr->failed) || (seg->heard && seg->heard(seg->heard_ctx))) return HAR_ST_PEER_FAILED;
+    if (peer >= 0 && !peer_alive(seg, peer)) {
+        *culprit = peer;
+        return HAR_ST_PEER_DEAD;
+    }
+    if (timeout > 0 && har_seg_now() - started > timeout) {
+        *culprit = peer;
+        return HAR_ST_TIMEOUT;
+    }
+    return HAR_OK;
+}
+
+har_status_t har_seg_wait(har_seg_t *seg, int peer, uint64_t epoch, double timeout, int *culprit)
 {
     har_ctl_t *ctl = har_seg_ctl(seg, peer);
+    *culprit = -1;
     for (int i = 0; i < SPINS; i++)
-        if (atomic_load_explicit(&ctl->epoch, memory_order_acquire) >= epoch) return HAR_WAIT_OK;
-    double start = now();
+        if (atomic_load_explicit(&ctl->epoch, memory_order_acquire) >= epoch) return HAR_OK;
+    double start = har_seg_now();
     struct timespec nap = {0, 20000};
     for (unsigned long i = 0;; i++) {
-        if (atomic_load_explicit(&ctl->epoch, memory_order_acquire) >= epoch) return HAR_WAIT_OK;
+        if (atomic_load_explicit(&ctl->epoch, memory_order_acquire) >= epoch) return HAR_OK;
         if (i < YIELDS) { sched_yield(); continue; }
         nanosleep(&nap, NULL);
         if (nap.tv_nsec < 1000000) nap.tv_nsec += nap.tv_nsec / 4;
         if (i % 16) continue;  /* the checks below are slower than a flag load */
-        har_wait_rc_t rc = HAR_WAIT_OK;
-        if (atomic_load(&seg->hdr->failed)) rc = HAR_WAIT_FAILED;
-        else if (!peer_alive(seg, peer)) rc = HAR_WAIT_DEAD;
-        else if (ctx->timeout > 0 && now() - start > ctx->timeout) rc = HAR_WAIT_TIMEOUT;
-        if (rc == HAR_WAIT_OK) continue;
+        har_status_t st = check(seg, peer, start, timeout, culprit);
+        if (st == HAR_OK) continue;
         /* It may have finished the step just before it left. */
-        if (atomic_load_explicit(&ctl->epoch, memory_order_acquire) >= epoch) return HAR_WAIT_OK;
-        static const char *const what[] = {"", "local peer %d died", "local peer %d did not arrive within HAR_TIMEOUT",
-                                           "stopped waiting for local peer %d: a local rank reported a failure"};
-        char msg[128];
-        snprintf(msg, sizeof msg, what[rc], peer);
-        har_log(HAR_LOG_ERROR, "rank %d (node %d): %s; step %s, epoch %llu", ctx->comm_rank, ctx->node, msg,
-                ctx->step, (unsigned long long)epoch);
-        har_seg_fail(seg);
-        return rc;
+        if (atomic_load_explicit(&ctl->epoch, memory_order_acquire) >= epoch) return HAR_OK;
+        return st;
     }
 }
 
-har_wait_rc_t har_seg_check_peers(har_seg_t *seg, double started, const har_wait_ctx_t *ctx)
-{
-    har_wait_rc_t rc = HAR_WAIT_OK;
-    int peer = 0;
-    if (atomic_load(&seg->hdr->failed)) rc = HAR_WAIT_FAILED;
-    for (; rc == HAR_WAIT_OK && peer < seg->nranks; peer++)
-        if (peer != seg->me && !peer_alive(seg, peer)) rc = HAR_WAIT_DEAD;
-    if (rc == HAR_WAIT_OK && ctx->timeout > 0 && now() - started > ctx->timeout) rc = HAR_WAIT_TIMEOUT;
-    if (rc == HAR_WAIT_OK) return rc;
-    char msg[128];
-    if (rc == HAR_WAIT_DEAD) snprintf(msg, sizeof msg, "local peer %d died", peer - 1);
-    else snprintf(msg, sizeof msg, "%s", rc == HAR_WAIT_TIMEOUT ? "a local peer did not finish within HAR_TIMEOUT"
-                                                                 : "a local rank reported a failure");
-    har_log(HAR_LOG_ERROR, "rank %d (node %d): %s; step %s, epoch %llu", ctx->comm_rank, ctx->node, msg, ctx->step,
-            (unsigned long long)seg->my_epoch);
-    har_seg_fail(seg);
-    return rc;
-}
-
-double har_seg_now(void) { return now(); }
-
-har_wait_rc_t har_seg_wait_all(har_seg_t *seg, uint64_t epoch, const har_wait_ctx_t *ctx)
+har_status_t har_seg_wait_all(har_seg_t *seg, uint64_t epoch, double timeout, int *culprit)
 {
     for (int r = 0; r < seg->nranks; r++) {
         if (r == seg->me) continue;
-        har_wait_rc_t rc = har_seg_wait(seg, r, epoch, ctx);
-        if (rc != HAR_WAIT_OK) return rc;
+        har_status_t st = har_seg_wait(seg, r, epoch, timeout, culprit);
+        if (st != HAR_OK) return st;
     }
-    return HAR_WAIT_OK;
+    return HAR_OK;
+}
+
+har_status_t har_seg_check_peers(har_seg_t *seg, double started, double timeout, int *culprit)
+{
+    har_status_t st = check(seg, -1, started, timeout, culprit);
+    for (int peer = 0; st == HAR_OK && peer < seg->nranks; peer++)
+        if (peer != seg->me && !peer_alive(seg, peer)) {
+            *culprit = peer;
+            st = HAR_ST_PEER_DEAD;
+        }
+    return st;
 }

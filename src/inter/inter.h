@@ -7,8 +7,10 @@
 
 /* In place on `data` (n elements of the call's type), over `across`: har's
  * ring (reduce-scatter then all-gather, 2(P-1)/P of the data sent), or the
- * MPI's MPI_Allreduce when HAR_INTER=mpi. `tmp` holds n elements. */
-HAR_HIDDEN har_status_t har_inter_allreduce(const har_node_t *node, MPI_Comm across, char *data, size_t n,
-                                            const har_call_t *call, char *tmp);
+ * MPI's MPI_Allreduce when HAR_INTER=mpi. `tmp` holds tmp_bytes, at least
+ * the plan's chunk. `first`: the call's first chunk, whose first exchange
+ * checks that both sides make the same call. */
+HAR_HIDDEN har_status_t har_inter_allreduce(har_node_t *node, MPI_Comm across, char *data, size_t n,
+                                            const har_call_t *call, char *tmp, size_t tmp_bytes, int first);
 
 #endif

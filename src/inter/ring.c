@@ -1,88 +1,182 @@
-/* Ring all-reduce over MPI point-to-point: reduce-scatter, then all-gather,
+/* The inter-node step (inter.h).
+ *
+ * Ring all-reduce over MPI point-to-point: reduce-scatter, then all-gather,
  * each in P-1 steps of one block. Every block is reduced by one rank and
  * then copied, so all ranks end with bitwise identical results, and each
- * rank sends 2(P-1)/P of the buffer, the least any all-reduce can. */
-#include <sched.h>
+ * rank sends 2(P-1)/P of the buffer, the least any all-reduce can.
+ *
+ * A call's first exchange also carries what this rank calls (count,
+ * datatype, op, call number), checked on receipt: ranks on different nodes
+ * whose calls differ fail as the MPI would (MPI_ERR_TRUNCATE, or
+ * MPI_ERR_OP) instead of mixing data. Every wait is the node's bounded
+ * wait, which also hears failure notices from other nodes. */
+#include <stdio.h>
+#include "core/config.h"
 #include "core/log.h"
+#include "core/test.h"
+#include "host/check.h"
 #include "inter/inter.h"
 
-#define RING_TAG 0x6172  /* har's own communicators carry nothing else */
+#define RING_TAG 0x6172    /* har's own communicators carry nothing else */
+#define HEADER_TAG 0x6174
+#define CHECK_TAG 0x6175
 
-/* One step: receive from the left, send to the right. Completion is polled,
- * not waited for, so that HAR_TIMEOUT (timeout > 0) also bounds a partner
- * on another node that never comes (its node failed); the requests are then
- * given up and the caller fails the call. */
-static har_status_t exchange(char *send, size_t send_bytes, char *recv, size_t recv_bytes, int to, int from,
-                             MPI_Comm ring, double timeout)
+/* HAR_CHECK: each block travels with its checksum. */
+typedef struct {
+    uint64_t sum;
+    int32_t comm_rank, world_rank;
+} block_sum_t;
+
+/* What the receiving rank compares with its own call. */
+typedef struct {
+    uint64_t call, count;
+    uint16_t type;
+    int16_t op;
+    int32_t comm_rank, world_rank;
+    char host[48];
+} header_t;
+
+static void header_of(const har_node_t *node, const har_call_t *call, header_t *h)
 {
-    MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    har_status_t st = HAR_OK;
+    h->call = node->call;
+    h->count = call->count;
+    h->type = call->red.type_code;
+    h->op = call->red.op_code;
+    h->comm_rank = node->rank;
+    h->world_rank = node->peers ? node->peers[node->local_rank].world_rank : -1;
+    snprintf(h->host, sizeof h->host, "%s", node->host);
+}
+
+static har_status_t check_header(har_node_t *node, const header_t *mine, const header_t *theirs)
+{
+    if (theirs->call == mine->call && theirs->count == mine->count && theirs->type == mine->type &&
+        theirs->op == mine->op)
+        return HAR_OK;
+    char t0[16], t1[16];
+    har_log(HAR_LOG_ERROR, "MPI_Allreduce differs between nodes: rank %d (world rank %d) count %llu %s %s (call %llu), "
+            "rank %d (world rank %d, host %s) count %llu %s %s (call %llu)", mine->comm_rank, mine->world_rank,
+            (unsigned long long)mine->count, har_type_code_name(mine->type, t0, sizeof t0), har_op_code_name(mine->op),
+            (unsigned long long)mine->call, theirs->comm_rank, theirs->world_rank, theirs->host,
+            (unsigned long long)theirs->count, har_type_code_name(theirs->type, t1, sizeof t1),
+            har_op_code_name(theirs->op), (unsigned long long)theirs->call);
+    har_status_t st = theirs->op != mine->op && theirs->count == mine->count && theirs->type == mine->type
+                          ? HAR_ST_OP
+                          : HAR_ST_TRUNCATE;
+    har_failure_t why = {st, theirs->comm_rank, theirs->world_rank, mine->comm_rank, mine->call, "ring", ""};
+    snprintf(why.host, sizeof why.host, "%s", theirs->host);
+    har_node_record_failure(node, &why);
+    return st;
+}
+
+/* One step: receive from the left, send to the right, and on a call's first
+ * step the headers too. Then the receive may take up to `recv_bytes` (the
+ * whole of tmp): a rank whose call differs may send more than this one
+ * expects, and the header, not a truncated receive, must say so. A failed
+ * wait leaves nothing pending that could write into this rank's memory
+ * later: receives are cancelled. */
+static har_status_t exchange(har_node_t *node, char *send, size_t send_bytes, char *recv, size_t recv_bytes, int to,
+                             int from, MPI_Comm ring, const header_t *mine, header_t *theirs, const block_sum_t *sent,
+                             block_sum_t *came)
+{
+    MPI_Request req[6] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL,
+                          MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    int n = 6;
     int rc = PMPI_Irecv(recv, (int)recv_bytes, MPI_BYTE, from, RING_TAG, ring, &req[0]);
     if (rc == MPI_SUCCESS) rc = PMPI_Isend(send, (int)send_bytes, MPI_BYTE, to, RING_TAG, ring, &req[1]);
-    double start = har_seg_now();
-    for (unsigned long i = 0; rc == MPI_SUCCESS; i++) {
-        int done = 0;
-        rc = PMPI_Testall(2, req, &done, MPI_STATUSES_IGNORE);
-        if (rc != MPI_SUCCESS || done) break;
-        if (i < 1024) continue;
-        sched_yield();
-        if (timeout > 0 && i % 256 == 0 && har_seg_now() - start > timeout) {
-            har_log(HAR_LOG_ERROR, "inter-node ring: no data from ring rank %d within HAR_TIMEOUT", from);
-            st = HAR_ST_TIMEOUT;
-            break;
+    if (rc == MPI_SUCCESS && mine) rc = PMPI_Irecv(theirs, (int)sizeof *theirs, MPI_BYTE, from, HEADER_TAG, ring, &req[2]);
+    if (rc == MPI_SUCCESS && mine) rc = PMPI_Isend(mine, (int)sizeof *mine, MPI_BYTE, to, HEADER_TAG, ring, &req[3]);
+    if (rc == MPI_SUCCESS && sent) rc = PMPI_Irecv(came, (int)sizeof *came, MPI_BYTE, from, CHECK_TAG, ring, &req[4]);
+    if (rc == MPI_SUCCESS && sent) rc = PMPI_Isend(sent, (int)sizeof *sent, MPI_BYTE, to, CHECK_TAG, ring, &req[5]);
+    har_status_t st = HAR_ST_INTERNAL;
+    if (rc == MPI_SUCCESS) {
+        HAR_TEST_POINT("ring");
+        st = har_node_wait_partner(node, n, req, node->left, "ring");
+    } else {
+        har_log(HAR_LOG_ERROR, "inter-node ring: posting an exchange failed (code %d)", rc);
+        har_node_fail(node, st, -1, "ring");
+    }
+    if (st != HAR_OK) {
+        for (int k = 0; k < n; k++) {
+            if (req[k] == MPI_REQUEST_NULL) continue;
+            if (k % 2 == 0) PMPI_Cancel(&req[k]);
+            PMPI_Request_free(&req[k]);
         }
-    }
-    if (rc != MPI_SUCCESS) {
-        char msg[MPI_MAX_ERROR_STRING];
-        int len = 0;
-        PMPI_Error_string(rc, msg, &len);
-        har_log(HAR_LOG_ERROR, "inter-node ring: exchange with ring ranks %d and %d failed: %s", from, to, msg);
-        st = HAR_ST_INTERNAL;
-    }
-    if (st != HAR_OK) {  /* leave nothing pending behind */
-        if (req[0] != MPI_REQUEST_NULL) { PMPI_Cancel(&req[0]); PMPI_Request_free(&req[0]); }
-        if (req[1] != MPI_REQUEST_NULL) PMPI_Request_free(&req[1]);
     }
     return st;
 }
 
-static har_status_t ring_allreduce(char *data, size_t n, size_t elem_size, har_reduce_fn fn, MPI_Comm ring,
-                                   char *tmp, double timeout)
+/* HAR_CHECK: does the block that came match the checksum its sender sent? */
+static har_status_t verify_block(har_node_t *node, const char *data, size_t bytes, size_t at, const block_sum_t *came,
+                                 const char *step)
+{
+    uint64_t got = har_check_sum(data, bytes, at);
+    if (got == came->sum) return HAR_OK;
+    har_log(HAR_LOG_ERROR, "HAR_CHECK: call %llu, step %s: rank %d (world rank %d) sent a block with checksum %016llx, "
+            "rank %d received different data (%016llx), bytes %zu to %zu", (unsigned long long)node->call, step,
+            came->comm_rank, came->world_rank, (unsigned long long)came->sum, node->rank, (unsigned long long)got, at,
+            at + bytes);
+    har_failure_t why = {HAR_ST_CHECK, came->comm_rank, came->world_rank, node->rank, node->call, "", "?"};
+    snprintf(why.step, sizeof why.step, "%s", step);
+    har_node_record_failure(node, &why);
+    return HAR_ST_CHECK;
+}
+
+static har_status_t ring_allreduce(har_node_t *node, MPI_Comm ring, char *data, size_t n, const har_call_t *call,
+                                   char *tmp, size_t tmp_bytes, int first)
 {
     int me, p;
+    size_t elem = call->red.elem_size;
     PMPI_Comm_rank(ring, &me);
     PMPI_Comm_size(ring, &p);
-    if (p == 1 || n == 0) return HAR_OK;
+    if (p == 1) return HAR_OK;
+    header_t mine, theirs;
+    block_sum_t sent = {0, node->rank, node->peers ? node->peers[node->local_rank].world_rank : -1}, came;
+    const block_sum_t *check = node->set->check ? &sent : NULL;
+    if (first) header_of(node, call, &mine);
     int right = (me + 1) % p, left = (me + p - 1) % p;
     size_t soff, slen, roff, rlen;
     /* Reduce-scatter: after step s, this rank has folded s+2 inputs into
      * block (me - s - 1); at the end it owns block (me + 1) complete. */
     for (int s = 0; s < p - 1; s++) {
-        har_shard(n, elem_size, p, (me - s + p) % p, &soff, &slen);
-        har_shard(n, elem_size, p, (me - s - 1 + 2 * p) % p, &roff, &rlen);
-        har_status_t st = exchange(data + soff * elem_size, slen * elem_size, tmp, rlen * elem_size, right, left,
-                                   ring, timeout);
+        har_shard(n, elem, p, (me - s + p) % p, &soff, &slen);
+        har_shard(n, elem, p, (me - s - 1 + 2 * p) % p, &roff, &rlen);
+        int headers = first && s == 0;
+        if (check) sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
+#ifdef HAR_TEST_HOOKS
+        if (HAR_CFG(test_corrupt_ring).i == node->rank && slen > 0) data[soff * elem] ^= 0x40;  /* in flight */
+#endif
+        har_status_t st = exchange(node, data + soff * elem, slen * elem, tmp, headers ? tmp_bytes : rlen * elem,
+                                   right, left, ring, headers ? &mine : NULL, &theirs, check, &came);
+        if (st == HAR_OK && headers) st = check_header(node, &mine, &theirs);
+        if (st == HAR_OK && check) st = verify_block(node, tmp, rlen * elem, roff * elem, &came, "ring");
         if (st != HAR_OK) return st;
-        fn(data + roff * elem_size, tmp, rlen);
+        call->red.fn(data + roff * elem, tmp, rlen);
     }
     /* All-gather: pass the finished blocks around. */
     for (int s = 0; s < p - 1; s++) {
-        har_shard(n, elem_size, p, (me + 1 - s + p) % p, &soff, &slen);
-        har_shard(n, elem_size, p, (me - s + p) % p, &roff, &rlen);
-        har_status_t st = exchange(data + soff * elem_size, slen * elem_size, data + roff * elem_size,
-                                   rlen * elem_size, right, left, ring, timeout);
+        har_shard(n, elem, p, (me + 1 - s + p) % p, &soff, &slen);
+        har_shard(n, elem, p, (me - s + p) % p, &roff, &rlen);
+        if (check) sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
+        har_status_t st = exchange(node, data + soff * elem, slen * elem, data + roff * elem, rlen * elem, right, left,
+                                   ring, NULL, NULL, check, &came);
+        if (st == HAR_OK && check) st = verify_block(node, data + roff * elem, rlen * elem, roff * elem, &came, "ring");
         if (st != HAR_OK) return st;
     }
     return HAR_OK;
 }
 
-har_status_t har_inter_allreduce(const har_node_t *node, MPI_Comm across, char *data, size_t n,
-                                 const har_call_t *call, char *tmp)
+har_status_t har_inter_allreduce(har_node_t *node, MPI_Comm across, char *data, size_t n, const har_call_t *call,
+                                 char *tmp, size_t tmp_bytes, int first)
 {
-    if (!node->set->inter_mpi)
-        return ring_allreduce(data, n, call->red.elem_size, call->red.fn, across, tmp, node->set->timeout);
-    int rc = PMPI_Allreduce(MPI_IN_PLACE, data, (int)n, call->type, call->op, across);
-    if (rc == MPI_SUCCESS) return HAR_OK;
-    har_log(HAR_LOG_ERROR, "inter-node step by the MPI's MPI_Allreduce (HAR_INTER=mpi) failed (code %d)", rc);
-    return HAR_ST_INTERNAL;
+    if (!node->set->inter_mpi) return ring_allreduce(node, across, data, n, call, tmp, tmp_bytes, first);
+    /* The MPI's own all-reduce, waited for like any other exchange (it
+     * checks counts itself; a failure of a collective cannot be cancelled,
+     * and the communicator fails for good). */
+    MPI_Request req;
+    if (PMPI_Iallreduce(MPI_IN_PLACE, data, (int)n, call->type, call->op, across, &req) != MPI_SUCCESS) {
+        har_log(HAR_LOG_ERROR, "inter-node step by the MPI's MPI_Iallreduce (HAR_INTER=mpi) failed");
+        har_node_fail(node, HAR_ST_INTERNAL, -1, "inter_mpi");
+        return HAR_ST_INTERNAL;
+    }
+    return har_node_wait_requests(node, 1, &req, "inter_mpi");
 }

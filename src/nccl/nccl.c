@@ -84,7 +84,10 @@ static har_engine_setup_t nccl_setup(har_node_t *node, const har_gpu_t *gpu, voi
 #endif
     if (!ok && !why[0]) snprintf(why, sizeof why, "a CUDA call failed (above)");
     ok = har_node_agree(node, ok, 0, what, why, instead);
-    if (ok && PMPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, node->node_comm) != MPI_SUCCESS) id.ok = 0;
+    MPI_Request req;
+    if (ok && (PMPI_Ibcast(&id, (int)sizeof id, MPI_BYTE, 0, node->node_comm, &req) != MPI_SUCCESS ||
+               har_node_wait_requests(node, 1, &req, what) != HAR_OK))
+        id.ok = 0;
     ok = ok && id.ok;
     if (ok) {
         har_ncclResult_t r = lib.api.comm_init_rank(&e->comm, node->local_size, id.id, node->local_rank);

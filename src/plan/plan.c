@@ -20,6 +20,7 @@ void har_settings_from(const har_config_t *cfg, har_settings_t *s)
     s->nccl_min_bytes = cfg->v[HAR_V_nccl_min_bytes].i;
     s->timeout = cfg->v[HAR_V_timeout].d;
     s->inter_mpi = cfg->v[HAR_V_inter].i == 1;
+    s->check = (int)cfg->v[HAR_V_check].i;
     s->algo = (unsigned)cfg->v[HAR_V_algo].i;
 }
 

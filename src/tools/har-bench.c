@@ -90,10 +90,22 @@ static struct {
 } nccl;
 #endif
 
+/* A failure on this rank alone: said by it, then the job ends. */
 static void die(const char *msg)
 {
-    if (rank == 0) fprintf(stderr, "har-bench: %s\n", msg);
+    fprintf(stderr, "har-bench: rank %d: %s\n", rank, msg);
     MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+/* A condition every rank finds (options, the machine's shape): said once,
+ * and no rank leaves before rank 0 has said it (an abort from another rank
+ * could cut its message off). */
+static void die_all(const char *msg)
+{
+    if (rank == 0) fprintf(stderr, "har-bench: %s\n", msg);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    exit(2);
 }
 
 static void *buf_alloc(size_t bytes)
@@ -356,9 +368,9 @@ static void node_shape(void)
     int sizes[2] = {-local_size, local_size};  /* min and max in one call */
     MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (opt.tune && (-sizes[0] != sizes[1] || nranks % local_size))
-        die("--tuning needs nodes of equal size: a table row names one ranks-per-node count");
+        die_all("--tuning needs nodes of equal size: a table row names one ranks-per-node count");
     if (opt.tune && nnodes > 1 && pretend && atoi(pretend) > 0)
-        die("--tuning on pretend nodes (HAR_NODE_SIZE) would write rows for several nodes measured on one host");
+        die_all("--tuning on pretend nodes (HAR_NODE_SIZE) would write rows for several nodes measured on one host");
 #ifdef HAR_BENCH_CUDA
     if (opt.device && !opt.cuda_first) {
         int local, ndev = 0;
@@ -367,7 +379,7 @@ static void node_shape(void)
         cudaSetDevice(local % ndev);
     }
 #else
-    if (opt.device) die("--device: har-bench was built without CUDA");
+    if (opt.device) die_all("--device: har-bench was built without CUDA");
 #endif
     MPI_Comm_free(&node);
 }
@@ -437,7 +449,7 @@ int main(int argc, char **argv)
 #endif
     }
     size_t max_n = opt.max_bytes / opt.type->size;
-    if (max_n == 0) die("--max is smaller than one element");
+    if (max_n == 0) die_all("--max is smaller than one element");
     char *host = malloc(max_n * opt.type->size);
     host_stage = malloc(max_n * opt.type->size);
     void **bufs = malloc((size_t)opt.buffers * sizeof *bufs);

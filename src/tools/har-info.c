@@ -4,7 +4,9 @@
  *   har-info                        full report (alone, or under mpirun for this node's shape)
  *   har-info --variables            the variable table in markdown (the README's copy)
  *   har-info --paths                path names (HAR_REQUIRE_PATH, HAR_ALGO, the table)
- *   har-info --derive-tuning CSV... the tuning table from har-bench --tuning CSVs */
+ *   har-info --derive-tuning CSV... the tuning table from har-bench --tuning CSVs
+ *   har-info --clean                removes segments in /dev/shm left by processes that died
+ *                                   (only the named fallback can leave one) */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,7 +160,13 @@ static int device_class(MPI_Comm node, int local_rank, char *cls, size_t len)
     int n = 0, ok = cu_init && cu_count && cu_init(0) == 0 && cu_count(&n) == 0 && n > 0;
     PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     har_gpu_t gpu;
-    if (!ok || har_gpu_survey(node, local_rank % n, &gpu) != HAR_OK) return 0;
+    har_node_t ctx;  /* the survey's exchanges need only these */
+    memset(&ctx, 0, sizeof ctx);
+    ctx.node_comm = node;
+    ctx.notice_req = MPI_REQUEST_NULL;
+    PMPI_Comm_rank(node, &ctx.local_rank);
+    PMPI_Comm_size(node, &ctx.local_size);
+    if (!ok || har_gpu_survey(&ctx, local_rank % n, &gpu) != HAR_OK) return 0;
     snprintf(cls, len, "%s", gpu.cls);
     har_gpu_release(&gpu);
     return 1;
@@ -266,8 +274,13 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc > 2 && strcmp(argv[1], "--derive-tuning") == 0) return derive_tuning(argc - 2, argv + 2);
+    if (argc > 1 && strcmp(argv[1], "--clean") == 0) {
+        int removed = har_seg_clean(HAR_LOG_WARN);
+        printf("har-info --clean: %d stale segment(s) removed from /dev/shm\n", removed);
+        return 0;
+    }
     if (argc > 1) {
-        fprintf(stderr, "usage: har-info [--variables | --paths | --derive-tuning CSV...]\n");
+        fprintf(stderr, "usage: har-info [--variables | --paths | --derive-tuning CSV... | --clean]\n");
         return strcmp(argv[1], "--help") == 0 ? 0 : 2;
     }
     MPI_Init(&argc, &argv);

@@ -149,6 +149,17 @@ check "stress, 2 nodes of 2 (kernels around the ring), 64 KiB slots: $((iters / 
     env $share HAR_NODE_SIZE=2 HAR_SLOT_BYTES=64K HAR_DEVICE_SLOT_BYTES=1M $mpi 4 "$stress" --iters $((iters / 5)) --seed $seed --expect ipc --expect ring
 check "2 pretend nodes of 1, device buffers on one, host on the other: both chunk alike" \
     env $share HAR_NODE_SIZE=1 $mpi 2 "$prog" --device --mixed --counts 1000,300001,1000003 --types float,int64 --no-mpi-cases --expect ring
+# A rank killed in the middle of calls on device buffers: the job ends, no
+# GPU memory stays held and nothing stays in /dev/shm.
+gpu_mem() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | awk '{ s += $1 } END { print s }'; }
+shm_har() { ls /dev/shm | grep -c '^har-'; }
+mem0=$(gpu_mem) shm0=$(shm_har)
+env $share HAR_TEST_KILL=1:arrival:200 HAR_TEST_TIMEOUT=60 $mpi 2 "$stress" --iters 2000 --seed $seed > "$tmp/out" 2>&1
+sleep 2  # the driver frees a dead process's memory as it reaps it
+mem1=$(gpu_mem) shm1=$(shm_har)
+echo "GPU memory used: $mem0 MiB before, $mem1 MiB after; har entries in /dev/shm: $shm0 before, $shm1 after" >> "$tmp/out"
+grep -q "HAR_TEST_KILL: world rank 1 dies" "$tmp/out" && [ "$mem1" -le $((mem0 + 64)) ] && [ "$shm1" -le "$shm0" ]
+tap_result $? "a rank killed amid calls on device buffers: no GPU memory held, nothing in /dev/shm" "$tmp/out"
 if command -v compute-sanitizer > /dev/null; then
     check "compute-sanitizer memcheck: a short run, no error" \
         env $share $mpi 2 compute-sanitizer --tool memcheck --error-exitcode 9 "$stress" --iters 50 --seed $seed --expect ipc

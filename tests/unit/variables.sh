@@ -13,4 +13,24 @@ tap_result $? "unknown HAR_SLOT_BYTE: warning names HAR_SLOT_BYTES" "$tmp/out"
 env HAR_SLOT_BYTES=64K $mpi 1 "$info" > "$tmp/out" 2>&1
 grep -q "HAR_SLOT_BYTES *= 64K *(environment)" "$tmp/out"
 tap_result $? "har-info shows a variable's value and its source" "$tmp/out"
+# Bad values are refused, each with one warning naming it, and the default
+# serves; har-info shows the default.
+for bad in "NODE_SIZE=-3" "NODE_SIZE=99999999999999999999" "REDUCE_THREADS=-5" "VERBOSE=-9" "INTER=bogus" \
+    "MAX_COMMS=-1" "SLOT_BYTES=12Q" "TIMEOUT=soon" "ALGO=ipc+fast" "REQUIRE_PATH=nowhere" "MPI_CUDA_P2P=yes"; do
+    name=HAR_${bad%%=*} value=${bad#*=}
+    env "$name=$value" $mpi 1 "$info" > "$tmp/out" 2>&1
+    [ "$(grep -c "warning: $name=.* refused" "$tmp/out")" = 1 ] && grep -q "^  $name *= .*(default)" "$tmp/out"
+    tap_result $? "$name=$value: refused with one warning, the default serves" "$tmp/out"
+done
+# A warning that recurs is said once, and counted at MPI_Finalize.
+env HAR_MAX_COMMS=1 $mpi 4 "$bin/mpi/check_allreduce" --counts 7,8 --types int,float --ops sum,max --any-path > "$tmp/out" 2>&1
+[ "$(grep -c 'warning: HAR_MAX_COMMS=1 communicators' "$tmp/out")" -le 4 ] && grep -q "said [0-9]* times in all: HAR_MAX_COMMS=1" "$tmp/out"
+tap_result $? "HAR_MAX_COMMS=1 with 4 communicators: the warning once per process, then its count" "$tmp/out"
+# har-info --clean removes what a dead process left (a named segment nobody locks).
+stale=/dev/shm/har-test-stale-$$
+head -c 4096 /dev/zero > "$stale"
+"$info" --clean > "$tmp/out" 2>&1
+[ ! -e "$stale" ] && grep -q "removed /dev/shm/har-test-stale-$$" "$tmp/out"
+tap_result $? "har-info --clean removes a stale segment and says so" "$tmp/out"
+rm -f "$stale"
 done_testing

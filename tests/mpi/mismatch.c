@@ -1,0 +1,52 @@
+/* Ranks that call MPI_Allreduce with different arguments: rank 0 makes the
+ * usual call, the other ranks (or only the last, with --last) a different
+ * one. Every rank must get the class the MPI gives for it (MPI_ERR_TRUNCATE
+ * for another count or datatype, MPI_ERR_OP for another op) through the
+ * error handler, no wrong data, and no hang; the communicator fails for good
+ * after it, and another communicator still works.
+ *   mismatch count|type|op [--last] [--count N]  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mpi.h>
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size, n = 10, last = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *what = argc > 1 ? argv[1] : "count";
+    for (int a = 2; a < argc; a++) {
+        if (!strcmp(argv[a], "--last")) last = 1;
+        else if (!strcmp(argv[a], "--count") && a + 1 < argc) n = atoi(argv[++a]);
+    }
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    double buf[2 * 100000] = {0};
+    int one = 1;
+    MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_SUM, comm);  /* sets up har's state */
+    int odd = last ? rank == size - 1 : rank != 0;
+    int count = n;
+    MPI_Datatype type = MPI_INT;
+    MPI_Op op = MPI_SUM;
+    if (odd && !strcmp(what, "count")) count = 2 * n;
+    if (odd && !strcmp(what, "type")) type = MPI_DOUBLE;
+    if (odd && !strcmp(what, "op")) op = MPI_MAX;
+    int want = !strcmp(what, "op") ? MPI_ERR_OP : MPI_ERR_TRUNCATE;
+    int rc = MPI_Allreduce(MPI_IN_PLACE, buf, count, type, op, comm), cls = -1;
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    /* The communicator stays failed; another one works. */
+    int later = MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_SUM, comm);
+    MPI_Comm other;
+    MPI_Comm_dup(MPI_COMM_WORLD, &other);
+    int v = 1, fine = MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_SUM, other) == MPI_SUCCESS && v == size;
+    int ok = cls == want && later != MPI_SUCCESS && fine;
+    printf("mismatch: rank %d: %s: class %d (want %d), later call %s, other communicator %s: %s\n", rank, what, cls,
+           want, later != MPI_SUCCESS ? "failed" : "SUCCEEDED", fine ? "fine" : "BROKEN", ok ? "as expected" : "WRONG");
+    MPI_Comm_free(&other);
+    MPI_Comm_free(&comm);
+    MPI_Finalize();
+    return ok ? 0 : 1;
+}

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Ranks that call MPI_Allreduce with different arguments get the class the
+# MPI gives for it (MPI_ERR_TRUNCATE for another count or datatype,
+# MPI_ERR_OP for another op) on every rank, with a message naming the
+# ranks, instead of wrong data or a hang: within a node at the arrival,
+# across nodes from the first ring message. The communicator fails for good
+# after it; another one works.
+. "$top_srcdir/tests/lib.sh"
+prog="$bin/mpi/mismatch"
+for what in count type op; do
+    check "one node, 3 ranks, another $what on ranks 1 and 2" \
+        sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between ranks: rank 0" "$0"' \
+        "$tmp/o" $mpi 3 "$prog" $what
+    check "2 pretend nodes of 2, another $what on the last rank (found in its node, passed on)" \
+        env HAR_NODE_SIZE=2 $mpi 4 "$prog" $what --last --count 100000
+    check "4 pretend nodes of 1, another $what on the last rank (found by the ring)" \
+        sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between nodes" "$0"' \
+        "$tmp/o" env HAR_NODE_SIZE=1 $mpi 4 "$prog" $what --last --count 100000
+done
+done_testing
