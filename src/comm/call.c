@@ -154,7 +154,13 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
 {
     har_node_t *node = &c->node;
     har_seg_hdr_t *hdr = node->seg.hdr;
-    if (c->failed || har_node_failed(node)) return HAR_ST_PEER_FAILED;
+    if (c->failed || har_node_failed(node)) {
+        /* Numbered all the same: a failure heard before this call began may
+         * be about it (a rank on another node found its arguments differ),
+         * and har_comm_fail tells by the number. */
+        node->call = c->calls++;
+        return HAR_ST_PEER_FAILED;
+    }
     memset(plan, 0, sizeof *plan);
     plan->engine = HAR_PATH_MPI;
     plan->paths = HAR_BIT(MPI);
@@ -279,12 +285,13 @@ har_status_t har_comm_run(har_comm_t *c, const har_call_t *call, const har_plan_
 
 har_status_t har_comm_fail(har_comm_t *c, har_status_t st)
 {
-    if (c->failed) return st;
-    c->failed = 1;
-    if (!har_node_failed(&c->node)) har_node_fail(&c->node, st, -1, "call");
-    har_node_report(&c->node);
-    /* Ranks that stopped for another rank's differing call get the class
-     * the MPI gives for that, like the ranks that found it. */
+    if (!c->failed) {
+        c->failed = 1;
+        if (!har_node_failed(&c->node)) har_node_fail(&c->node, st, -1, "call");
+        har_node_report(&c->node);
+    }
+    /* Ranks that stopped for another rank's differing call get, for that
+     * call, the class the MPI gives for it, like the ranks that found it. */
     const har_failure_t *why = har_node_record(&c->node);
     if (st == HAR_ST_PEER_FAILED && why && why->call == c->node.call &&
         (why->status == HAR_ST_TRUNCATE || why->status == HAR_ST_OP))

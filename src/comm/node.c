@@ -246,9 +246,11 @@ int har_node_agree(har_node_t *node, int ok, int quiet, const char *what, const 
 {
     struct { int ok, rank; } mine = {ok ? 1 : 0, node->local_rank}, least = {0, 0};
     MPI_Request req;
-    if (PMPI_Iallreduce(&mine, &least, 1, MPI_2INT, MPI_MINLOC, node->node_comm, &req) != MPI_SUCCESS ||
-        har_node_wait_requests(node, 1, &req, what) != HAR_OK)
-        return 0;  /* recorded: the call fails */
+    if (PMPI_Iallreduce(&mine, &least, 1, MPI_2INT, MPI_MINLOC, node->node_comm, &req) != MPI_SUCCESS) {
+        har_node_fail(node, HAR_ST_INTERNAL, -1, what);
+        return 0;
+    }
+    if (har_node_wait_requests(node, 1, &req, what) != HAR_OK) return 0;  /* recorded: the call fails */
     if (!least.ok && least.rank == node->local_rank) {
         if (quiet) HAR_LOG(HAR_LOG_DEBUG, "%s: %s (local rank %d of node %d); %s", what, why, node->local_rank,
                            node->node, consequence);

@@ -24,9 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 #include "comm/share.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "core/test.h"
 
+#define NAME_LEN 64  /* fits an abstract socket's address */
 static unsigned counter;
 
 /* An abstract socket's address: a leading NUL, then the name. */
@@ -34,7 +36,7 @@ static socklen_t address(struct sockaddr_un *addr, const char *name)
 {
     memset(addr, 0, sizeof *addr);
     addr->sun_family = AF_UNIX;
-    size_t len = strnlen(name, 63);  /* names are made below, at most 63 long */
+    size_t len = strnlen(name, NAME_LEN - 1);  /* names are made below, shorter than NAME_LEN */
     memcpy(addr->sun_path + 1, name, len);
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
 }
@@ -83,6 +85,12 @@ static int fetch(har_node_t *node, const char *name, har_status_t *st)
     struct sockaddr_un addr;
     socklen_t len = address(&addr, name);
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), fd = -1, connected = 0;
+#ifdef HAR_TEST_HOOKS
+    if (HAR_CFG(test_no_socket).i == node->local_rank) {
+        if (s >= 0) close(s);
+        return -1;
+    }
+#endif
     double started = har_seg_now();
     for (unsigned long i = 0; s >= 0 && fd < 0; i++) {
         if (!connected) {
@@ -143,35 +151,40 @@ static har_status_t agree(har_node_t *node, int *ok, int listener, int fd)
     return har_node_wait_requests(node, 1, &req, "segment");
 }
 
+/* Rank 0's name for the segment (empty: none) to every local rank. */
+static har_status_t share_name(har_node_t *node, char name[NAME_LEN])
+{
+    MPI_Request req;
+    if (PMPI_Ibcast(name, NAME_LEN, MPI_CHAR, 0, node->node_comm, &req) != MPI_SUCCESS) {
+        har_node_fail(node, HAR_ST_INTERNAL, -1, "segment");
+        return HAR_ST_INTERNAL;
+    }
+    return har_node_wait_requests(node, 1, &req, "segment");
+}
+
 static har_status_t by_socket(har_node_t *node, size_t slot, int *ok)
 {
-    struct { char name[64]; } shared = {""};
+    char name[NAME_LEN] = "";
     int fd = -1, listener = -1;
     har_status_t st;
     if (node->local_rank == 0 && (fd = har_seg_create(node->local_size, slot)) >= 0) {
         struct sockaddr_un addr;
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
-        snprintf(shared.name, sizeof shared.name, "har-%d-%u-%lx", (int)getpid(),
+        snprintf(name, sizeof name, "har-%d-%u-%lx", (int)getpid(),
                  __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED), (unsigned long)now.tv_nsec);
-        socklen_t len = address(&addr, shared.name);
+        socklen_t len = address(&addr, name);
         listener = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (listener < 0 || bind(listener, (struct sockaddr *)&addr, len) != 0 || listen(listener, 64) != 0) {
             HAR_LOG(HAR_LOG_DEBUG, "an abstract socket for the segment: %s", strerror(errno));
-            shared.name[0] = '\0';
+            name[0] = '\0';
         }
     }
     HAR_TEST_POINT("segment-made");
-    MPI_Request req;
-    if (PMPI_Ibcast(&shared, (int)sizeof shared, MPI_BYTE, 0, node->node_comm, &req) != MPI_SUCCESS) {
-        har_node_fail(node, HAR_ST_INTERNAL, -1, "segment");
-        st = HAR_ST_INTERNAL;
-    } else {
-        st = har_node_wait_requests(node, 1, &req, "segment");
-    }
-    if (st == HAR_OK && node->local_rank != 0 && shared.name[0]) fd = fetch(node, shared.name, &st);
+    st = share_name(node, name);
+    if (st == HAR_OK && node->local_rank != 0 && name[0]) fd = fetch(node, name, &st);
     HAR_TEST_POINT("segment-shared");
-    *ok = st == HAR_OK && shared.name[0] && fd >= 0 &&
+    *ok = st == HAR_OK && name[0] && fd >= 0 &&
           har_seg_attach(&node->seg, node->local_rank == 0 ? dup(fd) : fd, node->local_rank) == HAR_OK;
     if (st == HAR_OK) st = agree(node, ok, listener, fd);
     if (listener >= 0) close(listener);
@@ -182,28 +195,23 @@ static har_status_t by_socket(har_node_t *node, size_t slot, int *ok)
 
 static har_status_t by_name(har_node_t *node, size_t slot, int *ok)
 {
-    struct { char name[64]; } shared = {""};
+    char name[NAME_LEN] = "";
     har_status_t st;
     if (node->local_rank == 0) {
         har_seg_clean(HAR_LOG_WARN);
-        snprintf(shared.name, sizeof shared.name, "/har-%d-%u", (int)getpid(),
+        snprintf(name, sizeof name, "/har-%d-%u", (int)getpid(),
                  __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-        if (har_seg_create_named(&node->seg, shared.name, node->local_size, slot) != HAR_OK) shared.name[0] = '\0';
+        if (har_seg_create_named(&node->seg, name, node->local_size, slot) != HAR_OK) name[0] = '\0';
     }
-    MPI_Request req;
-    if (PMPI_Ibcast(&shared, (int)sizeof shared, MPI_BYTE, 0, node->node_comm, &req) != MPI_SUCCESS) {
-        har_node_fail(node, HAR_ST_INTERNAL, -1, "segment");
-        st = HAR_ST_INTERNAL;
-    } else {
-        st = har_node_wait_requests(node, 1, &req, "segment");
-    }
+    HAR_TEST_POINT("segment-named");
+    st = share_name(node, name);
     int fd = -1;
-    if (st == HAR_OK && node->local_rank != 0 && shared.name[0] && (fd = har_seg_open_named(shared.name)) >= 0)
+    if (st == HAR_OK && node->local_rank != 0 && name[0] && (fd = har_seg_open_named(name)) >= 0)
         har_seg_attach(&node->seg, fd, node->local_rank);
     *ok = st == HAR_OK && node->seg.base != NULL;
     if (st == HAR_OK) st = agree(node, ok, -1, -1);
     /* Everyone has mapped it, or given up: the name can go. */
-    if (node->local_rank == 0 && shared.name[0]) har_seg_unlink(shared.name);
+    if (node->local_rank == 0 && name[0]) har_seg_unlink(name);
     if (st != HAR_OK || !*ok) har_node_drop_segment(node);
     return st;
 }

@@ -13,7 +13,8 @@
  * --steps N: every case took exactly N node synchronisation steps (the test
  * build's har_test_steps). --host-first: a host all-reduce on every
  * communicator before the GPU is picked (the start-up order many
- * applications have). --other-gpu: the buffers live on another GPU than the
+ * applications have), then one device all-reduce whose path is not
+ * asserted (the node learns of CUDA during it). --other-gpu: the buffers live on another GPU than the
  * current one.
  * Exit 0 only if every case passed on every rank. */
 #include <complex.h>
@@ -408,6 +409,21 @@ int main(int argc, char **argv)
     MPI_Comm_free(&node);
     if (cudaGetDeviceCount(&ngpus) == cudaSuccess && ngpus > 0) cudaSetDevice(my_gpu = local % ngpus);
 #endif
+    /* --host-first: the call in which a node first sees CUDA still goes by
+     * the host segment (the peers learn of it during that call; README,
+     * "Arrival"); the GPU engines serve from the next. That call is made
+     * here, its result checked, its path not asserted. */
+    for (int k = 0; host_first && use_device && k < nc; k++) {
+        if (comms[k].comm == MPI_COMM_NULL) continue;
+        int one = 1, n;
+        MPI_Comm_size(comms[k].comm, &n);
+        if (allreduce(MPI_IN_PLACE, (char *)&one, sizeof one, 1, MPI_INT, MPI_SUM, comms[k].comm) != MPI_SUCCESS ||
+            one != n) {
+            fprintf(stderr, "FAIL rank %d: comm %s: the first device call gave %d, not %d\n", world_rank,
+                    comms[k].name, one, n);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
 
     if (world_rank == 0) printf("check_allreduce: %d ranks, seed %llu, %s, %s buffers\n", size,
                                 (unsigned long long)seed, sample ? "sampled" : "full matrix",

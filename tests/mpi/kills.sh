@@ -49,6 +49,12 @@ kill_case() {
         ;;
     esac
     status=$?
+    # A death between naming the fallback segment and unlinking it leaves
+    # the name: stale (nobody holds its lock), removed by har-info --clean.
+    if [ -n "${stale_name:-}" ]; then
+        "$top_builddir/har-info" --clean >> "$tmp/out" 2>&1
+        grep -q "removed /dev/shm/har-.*a har segment left by a process that died" "$tmp/out" || status=1
+    fi
     [ "$(residue)" -le "$before" ] || { echo "har entries in /dev/shm: $(residue), before $before" >> "$tmp/out"; status=1; }
     tap_result $status "$desc" "$tmp/out"
 }
@@ -56,6 +62,16 @@ kill_case() {
 kill_case "killed in set-up before any exchange: the survivors end by HAR_TIMEOUT (3 s)" 1:set-up timeout HAR_TIMEOUT=3
 kill_case "local rank 0 killed after making the segment, before passing it on" 2:segment-made died
 kill_case "local rank 0 killed as its peers map the segment" 2:segment-shared died
+# The named fallback (HAR_TEST_NO_SOCKET: local rank 1 cannot reach local
+# rank 0's socket, as from another network namespace).
+env HAR_TEST_NO_SOCKET=1 HAR_NODE_SIZE=2 HAR_VERBOSE=2 $mpi 4 "$bin/mpi/check_allreduce" --counts 7,65537 \
+    --types int,double --comms 2 --expect host_segment > "$tmp/out" 2>&1 &&
+    grep -q "a named one instead" "$tmp/out" && [ "$(residue)" -le "$before" ]
+tap_result $? "a rank that cannot reach the socket: the node takes a named segment, which serves and leaves no name" "$tmp/out"
+stale_name=1
+kill_case "local rank 0 killed after naming the fallback segment: its stale name is cleaned" \
+    2:segment-named died HAR_TEST_NO_SOCKET=1
+stale_name=
 kill_case "killed at a call's arrival" 1:arrival:3 died
 kill_case "killed before signalling its input (two-shot)" 3:input:2 died
 kill_case "killed before signalling its reduced shard" 1:shard:2 died
