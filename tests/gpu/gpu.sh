@@ -112,13 +112,15 @@ else
         env HAR_ALGO=nccl HAR_REQUIRE_PATH=nccl $mpi 2 "$stress" --iters 20000 --seed $seed --expect nccl
 fi
 # The shipped table: each of its device rows for this machine's class and
-# shape serves its sizes by its choice.
-$mpi "$ngpu" "$top_builddir/har-info" > "$tmp/info" 2>&1
+# shape (a rank per GPU, and at least two, as scripts/gpu-run measures)
+# serves its sizes by its choice.
+nt=$(( ngpu < 2 ? 2 : ngpu ))
+$mpi "$nt" "$top_builddir/har-info" > "$tmp/info" 2>&1
 cls=$(sed -n 's/^  device buffers: //p' "$tmp/info")
-echo "# device class here: $cls"
-rows=$(grep -v '^#' "$top_srcdir/src/plan/tuning.txt" | awk -v n="$ngpu" -v c="$cls" '$1 == "device" && $2 == c && $3 == n && $4 == 1')
+echo "# device class here, $nt ranks: $cls"
+rows=$(grep -v '^#' "$top_srcdir/src/plan/tuning.txt" | awk -v n="$nt" -v c="$cls" '$1 == "device" && $2 == c && $3 == n && $4 == 1')
 if [ -z "$rows" ]; then
-    tap_skip "the shipped tuning table on device buffers" "no rows for class '$cls', $ngpu ranks on one node"
+    tap_skip "the shipped tuning table on device buffers" "no rows for class '$cls', $nt ranks on one node"
 else
     prev=0
     while read -r memory class local nodes max choice; do
@@ -130,15 +132,15 @@ else
             continue
         fi
         check "shipped table row '$local $nodes $max $choice': $count floats served by $want" \
-            env HAR_TUNING=builtin $mpi "$ngpu" "$prog" --device --counts "$count" --types float --ops sum --comms 2 --no-mpi-cases --expect "$want" < /dev/null
+            env HAR_TUNING=builtin $mpi "$nt" "$prog" --device --counts "$count" --types float --ops sum --comms 2 --no-mpi-cases --expect "$want" < /dev/null
         [ "$max" = inf ] || prev=$max
     done <<ROWS
 $rows
 ROWS
     check "stress with the shipped table: 20000 calls switching between its choices by size, every result checked" \
-        env HAR_TUNING=builtin $mpi "$ngpu" "$stress" --iters 20000 --seed $seed
+        env HAR_TUNING=builtin $mpi "$nt" "$stress" --iters 20000 --seed $seed
     check "the same, the first call on host memory before CUDA" \
-        env HAR_TUNING=builtin $mpi "$ngpu" "$stress" --iters 20000 --seed $seed --host-first
+        env HAR_TUNING=builtin $mpi "$nt" "$stress" --iters 20000 --seed $seed --host-first
 fi
 iters=100000; [ $big = 1 ] || iters=3000
 check "stress: $iters calls, random sizes and delays, every result checked" \
