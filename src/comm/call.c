@@ -69,8 +69,8 @@ static har_status_t compare(har_node_t *node, uint64_t no)
     const har_arrival_t *first = &har_seg_ctl(&node->seg, 0)->arrival[no & 1];
     for (int r = 1; r < node->local_size; r++) {
         const har_arrival_t *a = &har_seg_ctl(&node->seg, r)->arrival[no & 1];
-        if (a->count == first->count && a->type == first->type && a->op == first->op && a->call == first->call)
-            continue;
+        har_status_t st = har_arrival_differs(first, a);
+        if (st == HAR_OK) continue;
         char t0[16], t1[16];
         if (node->local_rank == 0 || node->local_rank == r)  /* said by the two ranks concerned */
             har_log(HAR_LOG_ERROR, "MPI_Allreduce differs between ranks: rank %d (world rank %d) count %llu %s %s "
@@ -80,8 +80,6 @@ static har_status_t compare(har_node_t *node, uint64_t no)
                     (unsigned long long)first->call, node->peers[r].comm_rank, node->peers[r].world_rank,
                     (unsigned long long)a->count, har_type_code_name(a->type, t1, sizeof t1), har_op_code_name(a->op),
                     (unsigned long long)a->call);
-        har_status_t st = a->op != first->op && a->count == first->count && a->type == first->type ? HAR_ST_OP
-                                                                                                   : HAR_ST_TRUNCATE;
         har_node_fail(node, st, r, "arrival");
         return st;
     }
@@ -118,7 +116,7 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, size_t 
     agreed->ctx_ranks = 0;
     for (int r = 0; r < node->local_size; r++) {
         const har_arrival_t *a = &har_seg_ctl(seg, r)->arrival[no & 1];
-        same &= a->count == mine->count && a->type == mine->type && a->op == mine->op && a->call == mine->call;
+        same &= har_arrival_differs(a, mine) == HAR_OK;
         loaded &= (a->flags & HAR_ARRIVE_LOADED) != 0;
         agreed->all_device &= a->dev != 0 && (a->flags & HAR_ARRIVE_SAME);
         agreed->ctx_ranks += (a->flags & HAR_ARRIVE_CTX) != 0;
@@ -224,22 +222,19 @@ static har_status_t compare_results(har_comm_t *c, const har_call_t *call)
     if (st != HAR_OK) return st;
     uint64_t mine[2] = {sum, ~sum}, least[2];  /* min and max in one exchange */
     MPI_Request req;
-    if (PMPI_Iallreduce(mine, least, 2, MPI_UINT64_T, MPI_MIN, node->comm, &req) != MPI_SUCCESS) {
-        har_node_fail(node, HAR_ST_INTERNAL, -1, "check");
-        return HAR_ST_INTERNAL;
-    }
-    if ((st = har_node_wait_requests(node, 1, &req, "check")) != HAR_OK) return st;
+    st = har_node_exchange(node, PMPI_Iallreduce(mine, least, 2, MPI_UINT64_T, MPI_MIN, node->comm, &req), &req,
+                           "check");
+    if (st != HAR_OK) return st;
     if (least[0] == ~least[1]) return HAR_OK;
     /* Some result differs: who? Every rank takes part, as every rank saw it. */
     struct { uint64_t sum; int world; } me = {sum, node->peers[node->local_rank].world_rank}, *all;
-    all = malloc((size_t)node->size * sizeof *all);
-    if (!all || PMPI_Iallgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, node->comm, &req) !=
-                    MPI_SUCCESS) {
-        free(all);
+    if (!(all = malloc((size_t)node->size * sizeof *all))) {
         har_node_fail(node, HAR_ST_INTERNAL, -1, "check");
         return HAR_ST_INTERNAL;
     }
-    if ((st = har_node_wait_requests(node, 1, &req, "check")) == HAR_OK) {
+    st = har_node_exchange(node, PMPI_Iallgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, node->comm,
+                                                 &req), &req, "check");
+    if (st == HAR_OK) {
         int odd = 1;
         while (odd < node->size && all[odd].sum == all[0].sum) odd++;
         if (node->rank == 0 || node->rank == odd)

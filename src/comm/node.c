@@ -31,6 +31,9 @@ static int pid_alive(const har_node_t *node, int r)
     return kill(p->pid, 0) == 0 || errno != ESRCH;
 }
 
+/* HAR_TIMEOUT: rank 0's once the settings are shared, this rank's before. */
+static double timeout_of(const har_node_t *node) { return node->set ? node->set->timeout : HAR_CFG(timeout).d; }
+
 static const char *what_happened(har_status_t st)
 {
     switch (st) {
@@ -128,10 +131,10 @@ har_status_t har_node_check(har_node_t *node, double started, const char *step)
     }
     /* The segment's locks tell of peers that attached, in any PID namespace;
      * pids tell of the others (before the segment, or before they attach). */
-    if (node->seg.base) st = har_seg_check_peers(&node->seg, started, node->set ? node->set->timeout : 0, &culprit);
+    double timeout = timeout_of(node);
+    if (node->seg.base) st = har_seg_check_peers(&node->seg, started, timeout, &culprit);  /* time-out included */
     for (int r = 0; node->peers && st == HAR_OK && r < node->local_size; r++)
         if (r != node->local_rank && !pid_alive(node, r)) st = HAR_ST_PEER_DEAD, culprit = r;
-    double timeout = node->set ? node->set->timeout : HAR_CFG(timeout).d;
     if (st == HAR_OK && !node->seg.base && timeout > 0 && har_seg_now() - started > timeout) st = HAR_ST_TIMEOUT;
     return note_local(node, st, culprit, step);
 }
@@ -139,6 +142,14 @@ har_status_t har_node_check(har_node_t *node, double started, const char *step)
 har_status_t har_node_wait_requests(har_node_t *node, int n, MPI_Request *reqs, const char *step)
 {
     return har_node_wait_partner(node, n, reqs, -1, step);
+}
+
+har_status_t har_node_exchange(har_node_t *node, int posted, MPI_Request *req, const char *step)
+{
+    if (posted == MPI_SUCCESS) return har_node_wait_requests(node, 1, req, step);
+    har_log(HAR_LOG_ERROR, "%s: the MPI refused an exchange (code %d)", step, posted);
+    har_node_fail(node, HAR_ST_INTERNAL, -1, step);
+    return HAR_ST_INTERNAL;
 }
 
 har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, int partner, const char *step)
@@ -162,7 +173,7 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
             struct timespec nap = {0, 50000};  /* a long wait: leave the core to the peers */
             nanosleep(&nap, NULL);
         }
-        double timeout = node->set ? node->set->timeout : HAR_CFG(timeout).d;
+        double timeout = timeout_of(node);
         if (partner >= 0 && timeout > 0 && har_seg_now() - started > timeout && !har_node_failed(node)) {
             har_failure_t why = {HAR_ST_TIMEOUT, partner, -1, node->rank, node->call, "", "?"};
             snprintf(why.step, sizeof why.step, "%s", step);
@@ -246,11 +257,9 @@ int har_node_agree(har_node_t *node, int ok, int quiet, const char *what, const 
 {
     struct { int ok, rank; } mine = {ok ? 1 : 0, node->local_rank}, least = {0, 0};
     MPI_Request req;
-    if (PMPI_Iallreduce(&mine, &least, 1, MPI_2INT, MPI_MINLOC, node->node_comm, &req) != MPI_SUCCESS) {
-        har_node_fail(node, HAR_ST_INTERNAL, -1, what);
-        return 0;
-    }
-    if (har_node_wait_requests(node, 1, &req, what) != HAR_OK) return 0;  /* recorded: the call fails */
+    if (har_node_exchange(node, PMPI_Iallreduce(&mine, &least, 1, MPI_2INT, MPI_MINLOC, node->node_comm, &req), &req,
+                          what) != HAR_OK)
+        return 0;  /* recorded: the call fails */
     if (!least.ok && least.rank == node->local_rank) {
         if (quiet) HAR_LOG(HAR_LOG_DEBUG, "%s: %s (local rank %d of node %d); %s", what, why, node->local_rank,
                            node->node, consequence);

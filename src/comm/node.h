@@ -67,6 +67,10 @@ HAR_HIDDEN har_status_t har_node_wait_requests(har_node_t *node, int n, MPI_Requ
  * communicator), who is then the one named if HAR_TIMEOUT ends the wait. */
 HAR_HIDDEN har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, int partner,
                                               const char *step);
+/* The wait for one exchange just posted by a non-blocking collective
+ * (`posted`: the posting call's return code); a post the MPI refused is
+ * recorded as HAR_ST_INTERNAL at `step`. */
+HAR_HIDDEN har_status_t har_node_exchange(har_node_t *node, int posted, MPI_Request *req, const char *step);
 /* A failure found by this rank: recorded for the local peers (the first
  * record wins) unless one is already. `culprit`: local rank at fault, or -1
  * for this rank itself. */

@@ -143,23 +143,16 @@ static har_status_t agree(har_node_t *node, int *ok, int listener, int fd)
 {
     MPI_Request req;
     int mine = *ok;
-    if (PMPI_Iallreduce(&mine, ok, 1, MPI_INT, MPI_MIN, node->node_comm, &req) != MPI_SUCCESS) {
-        har_node_fail(node, HAR_ST_INTERNAL, -1, "segment");
-        return HAR_ST_INTERNAL;
-    }
-    if (node->local_rank == 0) return serve(node, listener, fd, &req);
-    return har_node_wait_requests(node, 1, &req, "segment");
+    int posted = PMPI_Iallreduce(&mine, ok, 1, MPI_INT, MPI_MIN, node->node_comm, &req);
+    if (posted == MPI_SUCCESS && node->local_rank == 0) return serve(node, listener, fd, &req);
+    return har_node_exchange(node, posted, &req, "segment");
 }
 
 /* Rank 0's name for the segment (empty: none) to every local rank. */
 static har_status_t share_name(har_node_t *node, char name[NAME_LEN])
 {
     MPI_Request req;
-    if (PMPI_Ibcast(name, NAME_LEN, MPI_CHAR, 0, node->node_comm, &req) != MPI_SUCCESS) {
-        har_node_fail(node, HAR_ST_INTERNAL, -1, "segment");
-        return HAR_ST_INTERNAL;
-    }
-    return har_node_wait_requests(node, 1, &req, "segment");
+    return har_node_exchange(node, PMPI_Ibcast(name, NAME_LEN, MPI_CHAR, 0, node->node_comm, &req), &req, "segment");
 }
 
 static har_status_t by_socket(har_node_t *node, size_t slot, int *ok)

@@ -27,19 +27,28 @@ static int finalizing;              /* har_comm_finalize has met the local peers
 /* What released states leave to free with MPI calls, under lock. */
 static struct { MPI_Comm *comms; MPI_Request *reqs; size_t ncomms, nreqs, cap; } doomed;
 
-static void release_segment(har_comm_t *c)
+/* A segment no longer counted against HAR_MAX_COMMS. */
+static void uncount_segment(void)
 {
-    if (!c->node.seg.base) return;
-    har_seg_detach(&c->node.seg);
     pthread_mutex_lock(&lock);
     segments--;
     pthread_mutex_unlock(&lock);
 }
 
-static int has_device_engine(const har_comm_t *c)
+static void release_segment(har_comm_t *c)
 {
+    if (!c->node.seg.base) return;
+    har_seg_detach(&c->node.seg);
+    uncount_segment();
+}
+
+/* Must this rank meet its local peers before its device memory goes? Their
+ * kernels may still read it, unless the communicator is failed or unused. */
+static int must_meet(const har_comm_t *c)
+{
+    if (!c->usable || c->failed) return 0;
     for (int e = 0; e < HAR_PATH_COUNT; e++)
-        if (c->eng[e].impl) return 1;  /* the host engine keeps none */
+        if (c->eng[e].impl) return 1;  /* a device engine: the host engine keeps none */
     return 0;
 }
 
@@ -63,9 +72,7 @@ static void state_free(har_comm_t *c)
 {
     har_node_t *node = &c->node;
     HAR_TEST_POINT("free");
-    if (has_device_engine(c) && c->usable && !c->failed && !finalizing) {
-        /* Peers' kernels may still read this rank's device memory: meet them
-         * on the host segment first (MPI_Comm_free is collective). */
+    if (must_meet(c) && !finalizing) {  /* on the host segment (MPI_Comm_free is collective) */
         har_seg_signal(&node->seg);
         if (har_node_wait_all(node, "free") != HAR_OK) c->failed = 1;
     }
@@ -150,10 +157,9 @@ void har_comm_finalize(void)
      * launcher gone, HAR_TIMEOUT): MPI_Finalize does not hang after a death. */
     pthread_mutex_lock(&lock);
     for (har_comm_t *c = live; c; c = c->next)
-        if (has_device_engine(c) && c->usable && !c->failed) har_seg_signal(&c->node.seg);
+        if (must_meet(c)) har_seg_signal(&c->node.seg);
     for (har_comm_t *c = live; c; c = c->next)
-        if (has_device_engine(c) && c->usable && !c->failed && har_node_wait_all(&c->node, "finalize") != HAR_OK)
-            c->failed = 1;
+        if (must_meet(c) && har_node_wait_all(&c->node, "finalize") != HAR_OK) c->failed = 1;
     finalizing = 1;
     pthread_mutex_unlock(&lock);
     HAR_TEST_POINT("finalize");
@@ -193,9 +199,8 @@ static har_status_t settings_setup(har_comm_t *c)
             rows->ntune = har_tune_load(HAR_CFG(tuning).s, rows->tune, HAR_TUNE_MAX_ROWS, source, sizeof source,
                                         !__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED));
         }
-        st = PMPI_Ibcast(blob, (int)(values + sizeof(rows_t)), MPI_BYTE, 0, c->node.comm, &req) == MPI_SUCCESS
-                 ? har_node_wait_requests(&c->node, 1, &req, "settings")
-                 : HAR_ST_INTERNAL;
+        st = har_node_exchange(&c->node, PMPI_Ibcast(blob, (int)(values + sizeof(rows_t)), MPI_BYTE, 0, c->node.comm,
+                                                     &req), &req, "settings");
         if (st == HAR_OK) {
             *merged = har_cfg;
             har_config_rank0_unpack(merged, blob);
@@ -253,17 +258,13 @@ static har_status_t node_table(har_comm_t *c, MPI_Comm leaders)
     }
     int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
     mine.cores = cores / node->local_size > 1 ? cores / node->local_size : 1;
-    node->peers = calloc((size_t)node->local_size, sizeof *node->peers);
+    /* node->peers stays NULL while the exchange is in flight: not known yet. */
     MPI_Request req;
-    har_status_t st = HAR_ST_INTERNAL;
-    if (all && node->peers &&
-        PMPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, node->node_comm, &req) ==
-            MPI_SUCCESS) {
-        har_peer_t *peers = node->peers;
-        node->peers = NULL;  /* not known while the exchange is in flight */
-        st = har_node_wait_requests(node, 1, &req, "set-up");
-        node->peers = peers;
-    }
+    har_status_t st = all ? har_node_exchange(node, PMPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, all,
+                                                                    (int)sizeof mine, MPI_BYTE, node->node_comm, &req),
+                                              &req, "set-up")
+                          : HAR_ST_INTERNAL;
+    if (st == HAR_OK && !(node->peers = calloc((size_t)node->local_size, sizeof *node->peers))) st = HAR_ST_INTERNAL;
     if (st == HAR_OK) {
         for (int r = 0; r < node->local_size; r++) node->peers[r] = all[r].peer;
         node->node = all[0].node;
@@ -311,11 +312,8 @@ static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
     if ((st = node_table(c, leaders)) != HAR_OK) return st;
     int sizes[2] = {-node->local_size, node->local_size}, agreed[2];  /* min and max in one exchange */
     MPI_Request req;
-    if (PMPI_Iallreduce(sizes, agreed, 2, MPI_INT, MPI_MAX, comm, &req) != MPI_SUCCESS) {
-        har_node_fail(node, HAR_ST_INTERNAL, -1, "set-up");
-        return HAR_ST_INTERNAL;
-    }
-    if ((st = har_node_wait_requests(node, 1, &req, "set-up")) != HAR_OK) return st;
+    st = har_node_exchange(node, PMPI_Iallreduce(sizes, agreed, 2, MPI_INT, MPI_MAX, comm, &req), &req, "set-up");
+    if (st != HAR_OK) return st;
     node->uniform = -agreed[0] == agreed[1];
     if (node->nnodes > 1 && node->uniform) PMPI_Comm_split(comm, node->local_rank, node->node, &node->rail_comm);
     if (node->nnodes > 1 && !node->uniform && node->local_rank == 0) node->leader_comm = leaders;
@@ -334,11 +332,7 @@ static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
     int room = !over_cap;
     if (!har_node_agree(node, room, 1, "node segment", "no room", "this communicator's all-reduces go to the MPI")) {
         if (har_node_failed(node)) return HAR_ST_PEER_FAILED;
-        if (room) {
-            pthread_mutex_lock(&lock);
-            segments--;
-            pthread_mutex_unlock(&lock);
-        }
+        if (room) uncount_segment();
         if (node->local_size > HAR_MAX_LOCAL)
             HAR_WARN_ONCE("a node holds more than %d ranks of a communicator: its all-reduces go to the MPI",
                           HAR_MAX_LOCAL);
@@ -350,20 +344,13 @@ static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
     }
     size_t slot = (size_t)c->set.slot_bytes;
     if ((st = har_share_segment(node, slot, &ok)) != HAR_OK) return st;
-    if (!ok) {
-        pthread_mutex_lock(&lock);
-        segments--;
-        pthread_mutex_unlock(&lock);
-    }
+    if (!ok) uncount_segment();
     node->scratch = ok ? malloc(slot) : NULL;
     /* Agreed in one exchange: whether every rank is set up, and whether some
      * rank has CUDA already (then every call starts with an arrival). */
     int mine[2] = {ok && node->scratch, ok && har_call_wants_cuda(node, call, 0) ? -1 : 0}, all[2];
-    if (PMPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MIN, comm, &req) != MPI_SUCCESS) {
-        har_node_fail(node, HAR_ST_INTERNAL, -1, "set-up");
-        return HAR_ST_INTERNAL;
-    }
-    if ((st = har_node_wait_requests(node, 1, &req, "set-up")) != HAR_OK) return st;
+    st = har_node_exchange(node, PMPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MIN, comm, &req), &req, "set-up");
+    if (st != HAR_OK) return st;
     c->usable = all[0];
     c->cuda_node = all[1] < 0;
     if (!c->usable) {

@@ -81,8 +81,7 @@ static void env_name(const char *field, char *out, size_t len)
     for (size_t k = 4; k < n && k < len; k++) out[k] = (char)toupper((unsigned char)out[k]);
 }
 
-/* A whole number, or one with a K, M or G suffix (binary), and an optional B. */
-static double parse_size(const char *s)
+double har_parse_size(const char *s)
 {
     char *end;
     errno = 0;
@@ -122,7 +121,7 @@ static int parse_value(const har_var_desc_t *d, const char *text, har_value_t *v
         }
         break;
     case HAR_T_SIZE:
-        num = parse_size(text);
+        num = har_parse_size(text);
         if (num < 0) {
             snprintf(why, why_len, "not a size in bytes (a number, optionally with K, M or G)");
             return 0;

@@ -123,6 +123,9 @@ HAR_HIDDEN void har_config_rank0_unpack(har_config_t *cfg, const void *buf);
  * an unknown name; "auto" and "" are 0 with *ok = 1. */
 HAR_HIDDEN unsigned har_choice_parse(const char *text, unsigned allowed, int *ok);
 HAR_HIDDEN void har_choice_format(unsigned mask, char *buf, size_t len);
+/* A size in bytes: a number with an optional K, M or G (binary) and an
+ * optional B; -1 if it is not one. */
+HAR_HIDDEN double har_parse_size(const char *text);
 /* The names a choice may use: engines and shots. */
 #define HAR_CHOICE_NAMES ((1u << HAR_PATH_MPI) | (1u << HAR_PATH_HOST_SEGMENT) | (1u << HAR_PATH_IPC) | \
                           (1u << HAR_PATH_NCCL) | (1u << HAR_PATH_ONE_SHOT) | (1u << HAR_PATH_TWO_SHOT))

@@ -138,9 +138,8 @@ static har_engine_setup_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
     ok = har_node_agree(node, ok, 0, what, why, instead);
     if (ok) {
         MPI_Request req;
-        ok = PMPI_Iallgather(&handle, (int)sizeof handle, MPI_BYTE, handles, (int)sizeof handle, MPI_BYTE,
-                             node->node_comm, &req) == MPI_SUCCESS &&
-             har_node_wait_requests(node, 1, &req, what) == HAR_OK;
+        ok = har_node_exchange(node, PMPI_Iallgather(&handle, (int)sizeof handle, MPI_BYTE, handles, (int)sizeof handle,
+                                                     MPI_BYTE, node->node_comm, &req), &req, what) == HAR_OK;
         if (!ok) snprintf(why, sizeof why, "exchanging the IPC handles failed");
         ok = ok && map_peers(d, handles, why, sizeof why);
         ok = !har_node_failed(node) && har_node_agree(node, ok, 0, what, why, instead);

@@ -86,10 +86,9 @@ har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
     }
     all = calloc((size_t)gpu->nranks, sizeof *all);
     gpu->uuid = calloc((size_t)gpu->nranks, sizeof *gpu->uuid);
-    if (all && gpu->uuid &&
-        PMPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, node->node_comm, &req) ==
-            MPI_SUCCESS)
-        st = har_node_wait_requests(node, 1, &req, "device survey");
+    if (all && gpu->uuid)
+        st = har_node_exchange(node, PMPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
+                                                     node->node_comm, &req), &req, "device survey");
     else
         har_node_fail(node, st, -1, "device survey");
     if (st != HAR_OK) {
@@ -113,11 +112,8 @@ har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
     /* Agreed: the smallest reach and link; names equal iff min == max. */
     uint64_t mine_facts[4] = {mine.name, ~mine.name, (uint64_t)reach, (uint64_t)link}, agree[4];
     free(all);
-    st = HAR_ST_INTERNAL;
-    if (PMPI_Iallreduce(mine_facts, agree, 4, MPI_UINT64_T, MPI_MIN, node->node_comm, &req) == MPI_SUCCESS)
-        st = har_node_wait_requests(node, 1, &req, "device survey");
-    else
-        har_node_fail(node, st, -1, "device survey");
+    st = har_node_exchange(node, PMPI_Iallreduce(mine_facts, agree, 4, MPI_UINT64_T, MPI_MIN, node->node_comm, &req),
+                           &req, "device survey");
     if (st != HAR_OK) {
         har_gpu_release(gpu);
         return st;

@@ -36,6 +36,15 @@ typedef struct {
     uint32_t unused;
 } har_arrival_t;
 
+/* Do two ranks' calls differ, and as what? HAR_OK (the same call),
+ * HAR_ST_OP (the same count and datatype, another op) or HAR_ST_TRUNCATE
+ * (another count, datatype or call): the classes the MPIs give. */
+static inline har_status_t har_arrival_differs(const har_arrival_t *a, const har_arrival_t *b)
+{
+    if (a->count != b->count || a->type != b->type) return HAR_ST_TRUNCATE;
+    return a->op != b->op ? HAR_ST_OP : a->call != b->call ? HAR_ST_TRUNCATE : HAR_OK;
+}
+
 /* Why a rank gave up, written by the first rank that did (before it marks
  * the segment failed), so that every local rank can say who and why. */
 typedef struct {

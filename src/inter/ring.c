@@ -11,6 +11,7 @@
  * MPI_ERR_OP) instead of mixing data. Every wait is the node's bounded
  * wait, which also hears failure notices from other nodes. */
 #include <stdio.h>
+#include <string.h>
 #include "core/config.h"
 #include "core/log.h"
 #include "core/test.h"
@@ -27,21 +28,21 @@ typedef struct {
     int32_t comm_rank, world_rank;
 } block_sum_t;
 
-/* What the receiving rank compares with its own call. */
+/* What the receiving rank compares with its own call (as the arrival
+ * within a node does), and who sent it. */
 typedef struct {
-    uint64_t call, count;
-    uint16_t type;
-    int16_t op;
+    har_arrival_t what;
     int32_t comm_rank, world_rank;
     char host[48];
 } header_t;
 
 static void header_of(const har_node_t *node, const har_call_t *call, header_t *h)
 {
-    h->call = node->call;
-    h->count = call->count;
-    h->type = call->red.type_code;
-    h->op = call->red.op_code;
+    memset(h, 0, sizeof *h);
+    h->what.call = (uint32_t)node->call;
+    h->what.count = call->count;
+    h->what.type = call->red.type_code;
+    h->what.op = (int8_t)call->red.op_code;
     h->comm_rank = node->rank;
     h->world_rank = node->peers ? node->peers[node->local_rank].world_rank : -1;
     snprintf(h->host, sizeof h->host, "%s", node->host);
@@ -49,20 +50,16 @@ static void header_of(const har_node_t *node, const har_call_t *call, header_t *
 
 static har_status_t check_header(har_node_t *node, const header_t *mine, const header_t *theirs)
 {
-    if (theirs->call == mine->call && theirs->count == mine->count && theirs->type == mine->type &&
-        theirs->op == mine->op)
-        return HAR_OK;
+    const har_arrival_t *a = &mine->what, *b = &theirs->what;
+    har_status_t st = har_arrival_differs(a, b);
+    if (st == HAR_OK) return HAR_OK;
     char t0[16], t1[16];
-    har_log(HAR_LOG_ERROR, "MPI_Allreduce differs between nodes: rank %d (world rank %d) count %llu %s %s (call %llu), "
-            "rank %d (world rank %d, host %s) count %llu %s %s (call %llu)", mine->comm_rank, mine->world_rank,
-            (unsigned long long)mine->count, har_type_code_name(mine->type, t0, sizeof t0), har_op_code_name(mine->op),
-            (unsigned long long)mine->call, theirs->comm_rank, theirs->world_rank, theirs->host,
-            (unsigned long long)theirs->count, har_type_code_name(theirs->type, t1, sizeof t1),
-            har_op_code_name(theirs->op), (unsigned long long)theirs->call);
-    har_status_t st = theirs->op != mine->op && theirs->count == mine->count && theirs->type == mine->type
-                          ? HAR_ST_OP
-                          : HAR_ST_TRUNCATE;
-    har_failure_t why = {st, theirs->comm_rank, theirs->world_rank, mine->comm_rank, mine->call, "ring", ""};
+    har_log(HAR_LOG_ERROR, "MPI_Allreduce differs between nodes: rank %d (world rank %d) count %llu %s %s (call %u), "
+            "rank %d (world rank %d, host %s) count %llu %s %s (call %u)", mine->comm_rank, mine->world_rank,
+            (unsigned long long)a->count, har_type_code_name(a->type, t0, sizeof t0), har_op_code_name(a->op), a->call,
+            theirs->comm_rank, theirs->world_rank, theirs->host, (unsigned long long)b->count,
+            har_type_code_name(b->type, t1, sizeof t1), har_op_code_name(b->op), b->call);
+    har_failure_t why = {st, theirs->comm_rank, theirs->world_rank, mine->comm_rank, node->call, "ring", ""};
     snprintf(why.host, sizeof why.host, "%s", theirs->host);
     har_node_record_failure(node, &why);
     return st;
@@ -173,10 +170,6 @@ har_status_t har_inter_allreduce(har_node_t *node, MPI_Comm across, char *data, 
      * checks counts itself; a failure of a collective cannot be cancelled,
      * and the communicator fails for good). */
     MPI_Request req;
-    if (PMPI_Iallreduce(MPI_IN_PLACE, data, (int)n, call->type, call->op, across, &req) != MPI_SUCCESS) {
-        har_log(HAR_LOG_ERROR, "inter-node step by the MPI's MPI_Iallreduce (HAR_INTER=mpi) failed");
-        har_node_fail(node, HAR_ST_INTERNAL, -1, "inter_mpi");
-        return HAR_ST_INTERNAL;
-    }
-    return har_node_wait_requests(node, 1, &req, "inter_mpi");
+    return har_node_exchange(node, PMPI_Iallreduce(MPI_IN_PLACE, data, (int)n, call->type, call->op, across, &req), &req,
+                             "inter_mpi");
 }

@@ -85,8 +85,8 @@ static har_engine_setup_t nccl_setup(har_node_t *node, const har_gpu_t *gpu, voi
     if (!ok && !why[0]) snprintf(why, sizeof why, "a CUDA call failed (above)");
     ok = har_node_agree(node, ok, 0, what, why, instead);
     MPI_Request req;
-    if (ok && (PMPI_Ibcast(&id, (int)sizeof id, MPI_BYTE, 0, node->node_comm, &req) != MPI_SUCCESS ||
-               har_node_wait_requests(node, 1, &req, what) != HAR_OK))
+    if (ok && har_node_exchange(node, PMPI_Ibcast(&id, (int)sizeof id, MPI_BYTE, 0, node->node_comm, &req), &req,
+                                what) != HAR_OK)
         id.ok = 0;
     ok = ok && id.ok;
     if (ok) {

@@ -297,14 +297,9 @@ static int cmp_double(const void *a, const void *b)
 
 static int parse_bytes(const char *s, size_t *out)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || v < 1) return 0;
-    if (*end == 'K' || *end == 'k') v *= 1024, end++;
-    else if (*end == 'M' || *end == 'm') v *= 1024 * 1024, end++;
-    else if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024 * 1024, end++;
-    *out = (size_t)v;
-    return *end == '\0';
+    double v = har_parse_size(s);  /* as HAR_* sizes are read */
+    *out = v >= 1 ? (size_t)v : 0;
+    return v >= 1;
 }
 
 /* Before MPI_Init: --help and mistakes end here, without a launcher's banner. */
