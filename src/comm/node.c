@@ -155,7 +155,13 @@ har_status_t har_node_exchange(har_node_t *node, int posted, MPI_Request *req, c
 har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, int partner, const char *step)
 {
     double started = har_seg_now();
-    for (unsigned long i = 0;; i++) {
+    /* Waiting for a rank on another node: local peers that wait for this one
+     * leave the time-out to this wait, which can name that rank. */
+    _Atomic uint32_t *across = partner >= 0 && node->seg.base ? &har_seg_ctl(&node->seg, node->seg.me)->waiting_across
+                                                              : NULL;
+    har_status_t st = HAR_OK;
+    unsigned long i;
+    for (i = 0;; i++) {
         int done = 0, rc = PMPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS) {
             char msg[MPI_MAX_ERROR_STRING];
@@ -163,10 +169,12 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
             PMPI_Error_string(rc, msg, &len);
             har_log(HAR_LOG_ERROR, "%s: the MPI failed: %s", step, msg);
             har_node_fail(node, HAR_ST_INTERNAL, -1, step);
-            return HAR_ST_INTERNAL;
+            st = HAR_ST_INTERNAL;
+            break;
         }
-        if (done) return HAR_OK;
+        if (done) break;
         if (i < 1024) continue;  /* the common case: done within microseconds */
+        if (i == 1024 && across) atomic_store_explicit(across, 1, memory_order_relaxed);  /* a hint: slow path only */
         sched_yield();
         if (i % 256) continue;
         if (i > 65536) {
@@ -178,11 +186,13 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
             har_failure_t why = {HAR_ST_TIMEOUT, partner, -1, node->rank, node->call, "", "?"};
             snprintf(why.step, sizeof why.step, "%s", step);
             har_node_record_failure(node, &why);
-            return HAR_ST_TIMEOUT;
+            st = HAR_ST_TIMEOUT;
+            break;
         }
-        har_status_t st = har_node_check(node, started, step);
-        if (st != HAR_OK) return st;
+        if ((st = har_node_check(node, started, step)) != HAR_OK) break;
     }
+    if (across && i >= 1024) atomic_store_explicit(across, 0, memory_order_relaxed);
+    return st;
 }
 
 void har_node_attached(har_node_t *node)

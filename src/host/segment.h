@@ -71,6 +71,9 @@ typedef struct {
     _Atomic uint32_t attached;  /* its liveness lock is taken */
     har_arrival_t arrival[2];
     har_failure_t failure;    /* valid once hdr->failed names this rank */
+    /* In a long wait for a rank on another node: a local peer's time-out
+     * leaves the blame to this rank's own, which names that rank. */
+    _Atomic uint32_t waiting_across;
 } har_ctl_t;
 _Static_assert(offsetof(har_ctl_t, failure) == 64, "epoch and arrival records share one cache line");
 

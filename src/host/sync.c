@@ -80,6 +80,7 @@ static har_status_t check(har_seg_t *seg, int peer, double started, double timeo
         return HAR_ST_PEER_DEAD;
     }
     if (timeout > 0 && har_seg_now() - started > timeout) {
+        if (peer >= 0 && atomic_load(&har_seg_ctl(seg, peer)->waiting_across)) return HAR_OK;
         *culprit = peer;
         return HAR_ST_TIMEOUT;
     }
