@@ -36,6 +36,7 @@ typedef struct har_node {
     har_seg_t seg;                  /* the host segment: control lines and slots */
     unsigned host_seq;              /* host-segment chunks so far: the slot parity; the same on every local rank */
     char *scratch;                  /* slot_bytes: ring blocks, staging of device output */
+    struct har_ring_msgs *ring_msgs; /* the ring's small messages, across nodes (inter.h) */
     har_peer_t *peers;              /* by local rank; NULL until exchanged */
     char host[48];
     uint64_t call;                  /* the call in progress, for messages */

@@ -18,6 +18,7 @@
 #include "comm/share.h"
 #include "core/log.h"
 #include "core/test.h"
+#include "inter/inter.h"
 
 static int keyval = MPI_KEYVAL_INVALID, self_keyval = MPI_KEYVAL_INVALID;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -81,6 +82,7 @@ static void state_free(har_comm_t *c)
     har_gpu_release(&c->gpu);
     release_segment(c);
     free(node->scratch);
+    free(node->ring_msgs);
     free(node->peers);
     free(node->early);
     pthread_mutex_lock(&lock);
@@ -348,7 +350,8 @@ static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
     node->scratch = ok ? malloc(slot) : NULL;
     /* Agreed in one exchange: whether every rank is set up, and whether some
      * rank has CUDA already (then every call starts with an arrival). */
-    int mine[2] = {ok && node->scratch, ok && har_call_wants_cuda(node, call, 0) ? -1 : 0}, all[2];
+    int mine[2] = {ok && node->scratch && har_inter_setup(node) == HAR_OK,
+                   ok && har_call_wants_cuda(node, call, 0) ? -1 : 0}, all[2];
     st = har_node_exchange(node, PMPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MIN, comm, &req), &req, "set-up");
     if (st != HAR_OK) return st;
     c->usable = all[0];

@@ -13,4 +13,8 @@
 HAR_HIDDEN har_status_t har_inter_allreduce(har_node_t *node, MPI_Comm across, char *data, size_t n,
                                             const har_call_t *call, char *tmp, size_t tmp_bytes, int first);
 
+/* At set-up, where the communicator spans nodes: the ring's header and
+ * checksum messages. */
+HAR_HIDDEN har_status_t har_inter_setup(har_node_t *node);
+
 #endif

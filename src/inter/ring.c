@@ -11,6 +11,7 @@
  * MPI_ERR_OP) instead of mixing data. Every wait is the node's bounded
  * wait, which also hears failure notices from other nodes. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "core/config.h"
 #include "core/log.h"
@@ -21,6 +22,11 @@
 #define RING_TAG 0x6172    /* har's own communicators carry nothing else */
 #define HEADER_TAG 0x6174
 #define CHECK_TAG 0x6175
+/* A call's first block travels in one message with the header while both
+ * fit in this: one message costs less than two, but on one host Open MPI
+ * sends up to 256 bytes inline and a larger one costs more than two small
+ * ones (measured with pretend nodes). */
+#define PACKED_MAX 256
 
 /* HAR_CHECK: each block travels with its checksum. */
 typedef struct {
@@ -33,19 +39,45 @@ typedef struct {
 typedef struct {
     har_arrival_t what;
     int32_t comm_rank, world_rank;
+    int32_t packed_bytes;   /* the block's bytes after the header; -1: the block follows as its own message */
+    int32_t unused;
     char host[48];
 } header_t;
 
-static void header_of(const har_node_t *node, const har_call_t *call, header_t *h)
+typedef struct {
+    header_t h;
+    char block[PACKED_MAX - sizeof(header_t)];
+} packed_t;
+
+/* The ring's messages other than data blocks, in memory that outlives a
+ * failed call (a cancelled receive may still land). */
+struct har_ring_msgs {
+    packed_t out, in;
+    block_sum_t sent, came;
+};
+
+har_status_t har_inter_setup(har_node_t *node)
 {
-    memset(h, 0, sizeof *h);
-    h->what.call = (uint32_t)node->call;
-    h->what.count = call->count;
-    h->what.type = call->red.type_code;
-    h->what.op = (int8_t)call->red.op_code;
-    h->comm_rank = node->rank;
-    h->world_rank = node->peers ? node->peers[node->local_rank].world_rank : -1;
-    snprintf(h->host, sizeof h->host, "%s", node->host);
+    if (node->nnodes == 1 || node->ring_msgs) return HAR_OK;
+    struct har_ring_msgs *m = node->ring_msgs = calloc(1, sizeof *node->ring_msgs);
+    if (!m) {
+        har_log(HAR_LOG_ERROR, "inter-node ring: out of memory");
+        return HAR_ST_INTERNAL;
+    }
+    /* Who this rank is, in every header and checksum it sends. */
+    m->out.h.comm_rank = m->sent.comm_rank = node->rank;
+    m->out.h.world_rank = m->sent.world_rank = node->peers ? node->peers[node->local_rank].world_rank : -1;
+    snprintf(m->out.h.host, sizeof m->out.h.host, "%s", node->host);
+    return HAR_OK;
+}
+
+static void header_of(const har_node_t *node, const har_call_t *call, har_arrival_t *what)
+{
+    memset(what, 0, sizeof *what);
+    what->call = (uint32_t)node->call;
+    what->count = call->count;
+    what->type = call->red.type_code;
+    what->op = (int8_t)call->red.op_code;
 }
 
 static har_status_t check_header(har_node_t *node, const header_t *mine, const header_t *theirs)
@@ -65,25 +97,20 @@ static har_status_t check_header(har_node_t *node, const header_t *mine, const h
     return st;
 }
 
-/* One step: receive from the left, send to the right, and on a call's first
- * step the headers too. Then the receive may take up to `recv_bytes` (the
- * whole of tmp): a rank whose call differs may send more than this one
- * expects, and the header, not a truncated receive, must say so. A failed
- * wait leaves nothing pending that could write into this rank's memory
- * later: receives are cancelled. */
-static har_status_t exchange(har_node_t *node, char *send, size_t send_bytes, char *recv, size_t recv_bytes, int to,
-                             int from, MPI_Comm ring, const header_t *mine, header_t *theirs, const block_sum_t *sent,
-                             block_sum_t *came)
+/* Leaves nothing pending that could write into this rank's memory later:
+ * receives (the even slots) are cancelled, and every request freed. */
+static void abandon(int n, MPI_Request *req)
 {
-    MPI_Request req[6] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL,
-                          MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    int n = 6;
-    int rc = PMPI_Irecv(recv, (int)recv_bytes, MPI_BYTE, from, RING_TAG, ring, &req[0]);
-    if (rc == MPI_SUCCESS) rc = PMPI_Isend(send, (int)send_bytes, MPI_BYTE, to, RING_TAG, ring, &req[1]);
-    if (rc == MPI_SUCCESS && mine) rc = PMPI_Irecv(theirs, (int)sizeof *theirs, MPI_BYTE, from, HEADER_TAG, ring, &req[2]);
-    if (rc == MPI_SUCCESS && mine) rc = PMPI_Isend(mine, (int)sizeof *mine, MPI_BYTE, to, HEADER_TAG, ring, &req[3]);
-    if (rc == MPI_SUCCESS && sent) rc = PMPI_Irecv(came, (int)sizeof *came, MPI_BYTE, from, CHECK_TAG, ring, &req[4]);
-    if (rc == MPI_SUCCESS && sent) rc = PMPI_Isend(sent, (int)sizeof *sent, MPI_BYTE, to, CHECK_TAG, ring, &req[5]);
+    for (int k = 0; k < n; k++) {
+        if (req[k] == MPI_REQUEST_NULL) continue;
+        if (k % 2 == 0) PMPI_Cancel(&req[k]);
+        PMPI_Request_free(&req[k]);
+    }
+}
+
+/* Waits for the requests of an exchange (`rc`: how posting them went). */
+static har_status_t wait_exchange(har_node_t *node, int n, MPI_Request *req, int rc)
+{
     har_status_t st = HAR_ST_INTERNAL;
     if (rc == MPI_SUCCESS) {
         HAR_TEST_POINT("ring");
@@ -92,14 +119,62 @@ static har_status_t exchange(har_node_t *node, char *send, size_t send_bytes, ch
         har_log(HAR_LOG_ERROR, "inter-node ring: posting an exchange failed (code %d)", rc);
         har_node_fail(node, st, -1, "ring");
     }
-    if (st != HAR_OK) {
-        for (int k = 0; k < n; k++) {
-            if (req[k] == MPI_REQUEST_NULL) continue;
-            if (k % 2 == 0) PMPI_Cancel(&req[k]);
-            PMPI_Request_free(&req[k]);
-        }
-    }
+    if (st != HAR_OK) abandon(n, req);
     return st;
+}
+
+/* One step: receive from the left, send to the right, with HAR_CHECK's
+ * checksums when `check`. On a call's first step (`headers`) the header
+ * goes too, with the block in its message when both are small. The block
+ * this rank expects is `expect` bytes, but the receive takes up to
+ * recv_bytes (the whole of tmp): a rank whose call differs may send more,
+ * and the header, not a truncated receive, must say so. */
+static har_status_t exchange(har_node_t *node, char *send, size_t send_bytes, char *recv, size_t expect,
+                             size_t recv_bytes, int to, int from, MPI_Comm ring, int headers, int check)
+{
+    struct har_ring_msgs *m = node->ring_msgs;
+    /* Slots: 0, 1 the block, or the header's message; 2, 3 the checksums;
+     * 4, 5 a block that travels apart from its header. Receives are even. */
+    MPI_Request req[6] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL,
+                          MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    int rc;
+    if (!headers) {
+        rc = PMPI_Irecv(recv, (int)recv_bytes, MPI_BYTE, from, RING_TAG, ring, &req[0]);
+        if (rc == MPI_SUCCESS) rc = PMPI_Isend(send, (int)send_bytes, MPI_BYTE, to, RING_TAG, ring, &req[1]);
+    } else {
+        int packed = send_bytes <= sizeof m->out.block;
+        m->out.h.packed_bytes = packed ? (int32_t)send_bytes : -1;
+        if (packed) memcpy(m->out.block, send, send_bytes);
+        size_t out_bytes = sizeof m->out.h + (packed ? send_bytes : 0);
+        rc = PMPI_Irecv(&m->in, (int)sizeof m->in, MPI_BYTE, from, HEADER_TAG, ring, &req[0]);
+        if (rc == MPI_SUCCESS) rc = PMPI_Isend(&m->out, (int)out_bytes, MPI_BYTE, to, HEADER_TAG, ring, &req[1]);
+        if (rc == MPI_SUCCESS && expect > sizeof m->in.block)
+            rc = PMPI_Irecv(recv, (int)recv_bytes, MPI_BYTE, from, RING_TAG, ring, &req[4]);
+        if (rc == MPI_SUCCESS && !packed) rc = PMPI_Isend(send, (int)send_bytes, MPI_BYTE, to, RING_TAG, ring, &req[5]);
+    }
+    if (rc == MPI_SUCCESS && check)
+        rc = PMPI_Irecv(&m->came, (int)sizeof m->came, MPI_BYTE, from, CHECK_TAG, ring, &req[2]);
+    if (rc == MPI_SUCCESS && check)
+        rc = PMPI_Isend(&m->sent, (int)sizeof m->sent, MPI_BYTE, to, CHECK_TAG, ring, &req[3]);
+    if (!headers) return wait_exchange(node, 4, req, rc);
+    /* The header first. Only if the left's call differs from this one does
+     * its block come otherwise than expected: then the block receive is
+     * dropped, or posted now (the left's send may wait for it), and the
+     * header check fails the call. */
+    har_status_t st = wait_exchange(node, 4, req, rc);
+    if (st != HAR_OK) {
+        abandon(6, req);
+        return st;
+    }
+    int32_t came = m->in.h.packed_bytes;
+    if (came >= 0) {
+        if (req[4] != MPI_REQUEST_NULL) PMPI_Cancel(&req[4]), PMPI_Request_free(&req[4]);
+        size_t fits = recv_bytes < sizeof m->in.block ? recv_bytes : sizeof m->in.block;
+        memcpy(recv, m->in.block, (size_t)came < fits ? (size_t)came : fits);
+    } else if (req[4] == MPI_REQUEST_NULL)
+        rc = PMPI_Irecv(recv, (int)recv_bytes, MPI_BYTE, from, RING_TAG, ring, &req[4]);
+    if (req[4] == MPI_REQUEST_NULL && req[5] == MPI_REQUEST_NULL) return HAR_OK;
+    return wait_exchange(node, 6, req, rc);
 }
 
 /* HAR_CHECK: does the block that came match the checksum its sender sent? */
@@ -126,10 +201,9 @@ static har_status_t ring_allreduce(har_node_t *node, MPI_Comm ring, char *data, 
     PMPI_Comm_rank(ring, &me);
     PMPI_Comm_size(ring, &p);
     if (p == 1) return HAR_OK;
-    header_t mine, theirs;
-    block_sum_t sent = {0, node->rank, node->peers ? node->peers[node->local_rank].world_rank : -1}, came;
-    const block_sum_t *check = node->set->check ? &sent : NULL;
-    if (first) header_of(node, call, &mine);
+    struct har_ring_msgs *m = node->ring_msgs;
+    int check = node->set->check != 0;
+    if (first) header_of(node, call, &m->out.h.what);
     int right = (me + 1) % p, left = (me + p - 1) % p;
     size_t soff, slen, roff, rlen;
     /* Reduce-scatter: after step s, this rank has folded s+2 inputs into
@@ -138,14 +212,14 @@ static har_status_t ring_allreduce(har_node_t *node, MPI_Comm ring, char *data, 
         har_shard(n, elem, p, (me - s + p) % p, &soff, &slen);
         har_shard(n, elem, p, (me - s - 1 + 2 * p) % p, &roff, &rlen);
         int headers = first && s == 0;
-        if (check) sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
+        if (check) m->sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
 #ifdef HAR_TEST_HOOKS
         if (HAR_CFG(test_corrupt_ring).i == node->rank && slen > 0) data[soff * elem] ^= 0x40;  /* in flight */
 #endif
-        har_status_t st = exchange(node, data + soff * elem, slen * elem, tmp, headers ? tmp_bytes : rlen * elem,
-                                   right, left, ring, headers ? &mine : NULL, &theirs, check, &came);
-        if (st == HAR_OK && headers) st = check_header(node, &mine, &theirs);
-        if (st == HAR_OK && check) st = verify_block(node, tmp, rlen * elem, roff * elem, &came, "ring");
+        har_status_t st = exchange(node, data + soff * elem, slen * elem, tmp, rlen * elem,
+                                   headers ? tmp_bytes : rlen * elem, right, left, ring, headers, check);
+        if (st == HAR_OK && headers) st = check_header(node, &m->out.h, &m->in.h);
+        if (st == HAR_OK && check) st = verify_block(node, tmp, rlen * elem, roff * elem, &m->came, "ring");
         if (st != HAR_OK) return st;
         call->red.fn(data + roff * elem, tmp, rlen);
     }
@@ -153,10 +227,10 @@ static har_status_t ring_allreduce(har_node_t *node, MPI_Comm ring, char *data, 
     for (int s = 0; s < p - 1; s++) {
         har_shard(n, elem, p, (me + 1 - s + p) % p, &soff, &slen);
         har_shard(n, elem, p, (me - s + p) % p, &roff, &rlen);
-        if (check) sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
-        har_status_t st = exchange(node, data + soff * elem, slen * elem, data + roff * elem, rlen * elem, right, left,
-                                   ring, NULL, NULL, check, &came);
-        if (st == HAR_OK && check) st = verify_block(node, data + roff * elem, rlen * elem, roff * elem, &came, "ring");
+        if (check) m->sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
+        har_status_t st = exchange(node, data + soff * elem, slen * elem, data + roff * elem, rlen * elem,
+                                   rlen * elem, right, left, ring, 0, check);
+        if (st == HAR_OK && check) st = verify_block(node, data + roff * elem, rlen * elem, roff * elem, &m->came, "ring");
         if (st != HAR_OK) return st;
     }
     return HAR_OK;
