@@ -90,6 +90,12 @@ template <typename T, int OP> __device__ __forceinline__ T apply(T x, T y)
     else return (T)((x != 0) != (y != 0));
 }
 
+// Vectors per thread in flight: a block's loads are issued together, so a
+// chunk of up to BATCH * 512 * 16 bytes per block waits for one round trip
+// to peer memory, not one per vector (a store in between would keep the
+// compiler from hoisting the next loads above it).
+constexpr int BATCH = 4;
+
 // dst[i] = src[0][i] op src[1][i] op ... for i in [off, off+len): ranks in
 // order, 16-byte loads where every pointer allows them.
 template <typename T, int OP>
@@ -99,15 +105,30 @@ __device__ void reduce_range(char *dst, char *const *src, int nsrc, size_t off, 
     size_t done = 0;
     if (vec) {
         size_t nvec = len / V;
-        for (size_t v = threadIdx.x; v < nvec; v += blockDim.x) {
-            union { uint4 raw; T e[V]; } acc, x;
-            acc.raw = *(const uint4 *)(src[0] + (off + v * V) * sizeof(T));
-            for (int r = 1; r < nsrc; r++) {
-                x.raw = *(const uint4 *)(src[r] + (off + v * V) * sizeof(T));
+        typedef union { uint4 raw; T e[V]; } vec_t;
+        for (size_t v0 = threadIdx.x; v0 < nvec; v0 += BATCH * blockDim.x) {
+            vec_t acc[BATCH], x[BATCH];
 #pragma unroll
-                for (int k = 0; k < V; k++) acc.e[k] = apply<T, OP>(acc.e[k], x.e[k]);
+            for (int b = 0; b < BATCH; b++) {
+                size_t v = v0 + b * blockDim.x;
+                if (v < nvec) acc[b].raw = *(const uint4 *)(src[0] + (off + v * V) * sizeof(T));
             }
-            *(uint4 *)(dst + (off + v * V) * sizeof(T)) = acc.raw;
+            for (int r = 1; r < nsrc; r++) {
+#pragma unroll
+                for (int b = 0; b < BATCH; b++) {
+                    size_t v = v0 + b * blockDim.x;
+                    if (v < nvec) x[b].raw = *(const uint4 *)(src[r] + (off + v * V) * sizeof(T));
+                }
+#pragma unroll
+                for (int b = 0; b < BATCH; b++)
+#pragma unroll
+                    for (int k = 0; k < V; k++) acc[b].e[k] = apply<T, OP>(acc[b].e[k], x[b].e[k]);
+            }
+#pragma unroll
+            for (int b = 0; b < BATCH; b++) {
+                size_t v = v0 + b * blockDim.x;
+                if (v < nvec) *(uint4 *)(dst + (off + v * V) * sizeof(T)) = acc[b].raw;
+            }
         }
         done = nvec * V;
     }
@@ -124,8 +145,19 @@ template <typename T> __device__ void copy_range(char *dst, const char *src, siz
     size_t done = 0;
     if (vec) {
         size_t nvec = len / V;
-        for (size_t v = threadIdx.x; v < nvec; v += blockDim.x)
-            *(uint4 *)(dst + (off + v * V) * sizeof(T)) = *(const uint4 *)(src + (off + v * V) * sizeof(T));
+        for (size_t v0 = threadIdx.x; v0 < nvec; v0 += BATCH * blockDim.x) {
+            uint4 x[BATCH];
+#pragma unroll
+            for (int b = 0; b < BATCH; b++) {
+                size_t v = v0 + b * blockDim.x;
+                if (v < nvec) x[b] = *(const uint4 *)(src + (off + v * V) * sizeof(T));
+            }
+#pragma unroll
+            for (int b = 0; b < BATCH; b++) {
+                size_t v = v0 + b * blockDim.x;
+                if (v < nvec) *(uint4 *)(dst + (off + v * V) * sizeof(T)) = x[b];
+            }
+        }
         done = nvec * V;
     }
     for (size_t i = done + threadIdx.x; i < len; i += blockDim.x) ((T *)dst)[off + i] = ((const T *)src)[off + i];
