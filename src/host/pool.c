@@ -86,10 +86,11 @@ static int ensure_workers(int want)
 
 void har_reduce_many(har_reduce_fn fn, size_t elem, char *dst, char *const *src, int nsrc, size_t n, int local_size)
 {
-    int threads = thread_count(local_size);
-    size_t bytes = n * elem;
-    if (threads > 1 && bytes / MIN_BYTES_PER_THREAD < (size_t)threads)
-        threads = (int)(bytes / MIN_BYTES_PER_THREAD) > 1 ? (int)(bytes / MIN_BYTES_PER_THREAD) : 1;
+    /* The size first: asking the kernel for the cores costs a system call,
+     * a large part of a small call. */
+    size_t by_size = n * elem / MIN_BYTES_PER_THREAD;
+    int threads = by_size > 1 ? thread_count(local_size) : 1;
+    if (threads > 1 && by_size < (size_t)threads) threads = (int)by_size;
     job_t job = {fn, elem, n, dst, src, nsrc, 1};
     if (threads <= 1 || pthread_mutex_trylock(&pool.busy) != 0) {
         run_part(&job, 0);
