@@ -289,8 +289,7 @@ static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
     har_status_t st;
     PMPI_Comm_rank(comm, &node->rank);
     PMPI_Comm_size(comm, &node->size);
-    if (gethostname(node->host, sizeof node->host) != 0) snprintf(node->host, sizeof node->host, "?");
-    node->host[sizeof node->host - 1] = '\0';
+    snprintf(node->host, sizeof node->host, "%s", har_host());
     if ((st = settings_setup(c)) != HAR_OK) return st;
 
     /* Nodes: ranks that share memory, or pretend nodes of HAR_NODE_SIZE

@@ -151,12 +151,15 @@ static int parse_value(const har_var_desc_t *d, const char *text, har_value_t *v
         return 0;
     }
     case HAR_T_CHOICE: {
-        int ok;
-        int algo = strcmp(d->field, "algo") == 0;
-        v->i = har_choice_parse(text, algo ? HAR_CHOICE_NAMES : ~0u, &ok);
-        if (!ok)
-            snprintf(why, why_len, "not %s joined by + (har-info lists them)",
-                     algo ? "auto, or mpi, host_segment, ipc, nccl, one_shot, two_shot" : "path names");
+        int ok, plan_only = d->choices != NULL;
+        v->i = har_choice_parse(text, plan_only ? HAR_CHOICE_NAMES : ~0u, &ok);
+        if (!ok && plan_only) {
+            char names[64];
+            har_choice_format(HAR_CHOICE_NAMES, names, sizeof names);
+            snprintf(why, why_len, "not auto, or names from %s joined by +", names);
+        } else if (!ok) {
+            snprintf(why, why_len, "not path names joined by + (har-info lists them)");
+        }
         return ok;
     }
     }

@@ -14,7 +14,9 @@ enum { LOCAL = 0, RANK0 = 1 };
 #define HAR_GIB (1ll << 30)
 
 /* X(field, type, default, scope, min, max, choices, meaning). min and max
- * bound numbers (sizes in bytes); choices lists an ENUM's words. */
+ * bound numbers (sizes in bytes); choices lists an ENUM's words, and for a
+ * CHOICE is "plan" where only what a plan can choose is allowed (else any
+ * path name). */
 #define HAR_VAR_LIST(X)                                                                         \
     X(enable, HAR_T_BOOL, "1", LOCAL, 0, 1, NULL,                                               \
       "0 forwards every MPI_Allreduce to the MPI untouched (set it alike on every rank)")         \
@@ -42,7 +44,7 @@ enum { LOCAL = 0, RANK0 = 1 };
       "bytes of each rank's data slot in the CUDA IPC segment (two per rank, GPU memory)")      \
     X(device_one_shot_max, HAR_T_SIZE, "256K", RANK0, 0, 1ll << 50, NULL,                       \
       "largest message on device buffers reduced one-shot on a single node")                    \
-    X(algo, HAR_T_CHOICE, "auto", RANK0, 0, 0, NULL,                                            \
+    X(algo, HAR_T_CHOICE, "auto", RANK0, 0, 0, "plan",                                          \
       "auto (tuning table, then thresholds), or path names joined by + that every call must show where a plan can: mpi, host_segment, ipc, nccl, one_shot, two_shot") \
     X(tuning, HAR_T_STR, "builtin", RANK0, 0, 0, NULL,                                          \
       "builtin (the shipped table), none (thresholds only), or a table file written by har-bench --tuning") \

@@ -15,8 +15,13 @@ static char host[64];
 void har_log_set_rank(int rank)
 {
     log_rank = rank;
-    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "?");
-    host[sizeof host - 1] = '\0';
+    har_host();
+}
+
+const char *har_host(void)
+{
+    if (!host[0] && gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "?");
+    return host;
 }
 
 static void vlog(int level, const char *file, int line, const char *fmt, va_list ap)

@@ -12,6 +12,8 @@ enum { HAR_LOG_ERROR = -1, HAR_LOG_WARN = 0, HAR_LOG_INFO = 1, HAR_LOG_DEBUG = 2
 extern HAR_HIDDEN int har_log_level;
 
 HAR_HIDDEN void har_log_set_rank(int rank);
+/* This machine's name, as log lines and failure messages give it. */
+HAR_HIDDEN const char *har_host(void);
 HAR_HIDDEN void har_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 HAR_HIDDEN void har_log_at(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
