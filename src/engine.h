@@ -24,6 +24,22 @@ typedef struct {
     int loaded_me, loaded_all;      /* the first chunk's input is already in this rank's / every rank's host slot */
 } har_call_t;
 
+/* What ranks must agree on about a call (and its number on the
+ * communicator), as the arrival and the ring's header carry it. */
+static inline void har_arrival_of(har_arrival_t *a, const har_call_t *call, uint64_t no)
+{
+    a->call = (uint32_t)no;
+    a->count = call->count;
+    a->type = call->red.type_code;
+    a->op = (int8_t)call->red.dev_op;
+}
+
+/* "count 12 int32 sum (call 3)", for messages. */
+static inline const char *har_arrival_text(const har_arrival_t *a, char *buf, size_t len)
+{
+    return har_call_text(a->count, a->type, a->op, a->call, buf, len);
+}
+
 typedef enum {
     HAR_ENGINE_READY,               /* set up on every local rank */
     HAR_ENGINE_NOT_HERE,            /* cannot serve this node (said at debug level): not a failure */

@@ -37,14 +37,12 @@ typedef struct {
  * one more try because a rank has reported a CUDA context since. */
 static unsigned engines_on_offer(const har_comm_t *c, int ctx_ranks)
 {
-    /* HAR_CHECK verifies the host segment's slots and the ring: device
-     * buffers take those, not NCCL or the kernels. */
-    unsigned mask = 0, barred = c->set.check ? HAR_BIT(IPC) | HAR_BIT(NCCL) : 0;
+    unsigned mask = 0;
     for (int e = 0; e < HAR_PATH_COUNT; e++) {
         const har_engine_slot_t *s = &c->eng[e];
         if (s->state != HAR_ENGINE_OFF || (s->failed && !s->retried && ctx_ranks > s->ctx_ranks)) mask |= 1u << e;
     }
-    return mask & ~barred;
+    return mask;
 }
 
 int har_call_wants_cuda(const har_node_t *node, const har_call_t *call, uint64_t no)
@@ -71,15 +69,12 @@ static har_status_t compare(har_node_t *node, uint64_t no)
         const har_arrival_t *a = &har_seg_ctl(&node->seg, r)->arrival[no & 1];
         har_status_t st = har_arrival_differs(first, a);
         if (st == HAR_OK) continue;
-        char t0[16], t1[16];
+        char t0[96], t1[96];
         if (node->local_rank == 0 || node->local_rank == r)  /* said by the two ranks concerned */
-            har_log(HAR_LOG_ERROR, "MPI_Allreduce differs between ranks: rank %d (world rank %d) count %llu %s %s "
-                    "(call %llu), rank %d (world rank %d) count %llu %s %s (call %llu)", node->peers[0].comm_rank,
-                    node->peers[0].world_rank, (unsigned long long)first->count,
-                    har_type_code_name(first->type, t0, sizeof t0), har_op_code_name(first->op),
-                    (unsigned long long)first->call, node->peers[r].comm_rank, node->peers[r].world_rank,
-                    (unsigned long long)a->count, har_type_code_name(a->type, t1, sizeof t1), har_op_code_name(a->op),
-                    (unsigned long long)a->call);
+            har_log(HAR_LOG_ERROR, "MPI_Allreduce differs between ranks: rank %d (world rank %d) %s, rank %d (world "
+                    "rank %d) %s", node->peers[0].comm_rank, node->peers[0].world_rank,
+                    har_arrival_text(first, t0, sizeof t0), node->peers[r].comm_rank, node->peers[r].world_rank,
+                    har_arrival_text(a, t1, sizeof t1));
         har_node_fail(node, st, r, "arrival");
         return st;
     }
@@ -102,10 +97,7 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, size_t 
     mine->flags = (load ? HAR_ARRIVE_LOADED : 0) | (on_gpu && har_cuda_context_for(call->device) ? HAR_ARRIVE_CTX : 0) |
                   (!c->surveyed || call->device == c->gpu.device ? HAR_ARRIVE_SAME : 0);
     mine->dev = on_gpu ? call->device + 1 : 0;
-    mine->call = (uint32_t)no;
-    mine->count = call->count;
-    mine->type = call->red.type_code;
-    mine->op = (int8_t)call->red.op_code;
+    har_arrival_of(mine, call, no);
     HAR_TEST_POINT("arrival");
     har_seg_signal(seg);
     har_status_t st = har_node_wait_all(node, "arrival");
@@ -213,12 +205,12 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
 static har_status_t compare_results(har_comm_t *c, const har_call_t *call)
 {
     har_node_t *node = &c->node;
-    char *host = call->out_kind == HAR_MEM_HOST ? call->out : malloc(call->bytes ? call->bytes : 1);
+    char *host = call->out_kind == HAR_MEM_HOST ? call->out : har_stage_get(call->bytes);
     if (!host) return HAR_ST_INTERNAL;
     har_status_t st = host == call->out ? HAR_OK : har_mem_copy(host, HAR_MEM_HOST, call->out, call->out_kind,
                                                                 call->bytes);
     uint64_t sum = st == HAR_OK ? har_check_sum(host, call->bytes, 0) : 0;
-    if (host != call->out) free(host);
+    if (host != call->out) har_stage_put(host);
     if (st != HAR_OK) return st;
     uint64_t mine[2] = {sum, ~sum}, least[2];  /* min and max in one exchange */
     MPI_Request req;
@@ -240,8 +232,7 @@ static har_status_t compare_results(har_comm_t *c, const har_call_t *call)
         if (node->rank == 0 || node->rank == odd)
             har_log(HAR_LOG_ERROR, "HAR_CHECK: call %llu: the result of rank %d (world rank %d) differs from rank 0's",
                     (unsigned long long)node->call, odd, all[odd].world);
-        har_failure_t why = {HAR_ST_CHECK, odd, all[odd].world, node->rank, node->call, "results", "?"};
-        har_node_record_failure(node, &why);
+        har_node_blame(node, HAR_ST_CHECK, odd, all[odd].world, "?", "results");
         st = HAR_ST_CHECK;
     }
     free(all);

@@ -48,23 +48,31 @@ static const char *what_happened(har_status_t st)
     }
 }
 
+static void record(har_node_t *node, const har_failure_t *why);
+
 void har_node_fail(har_node_t *node, har_status_t st, int culprit, const char *step)
+{
+    /* A time-out with no one peer to blame (a set-up exchange) names nobody. */
+    int who = culprit >= 0 ? culprit : st == HAR_ST_TIMEOUT ? -1 : node->local_rank;
+    int rank = who < 0 ? -1 : node->peers ? node->peers[who].comm_rank : who == node->local_rank ? node->rank : -1;
+    har_node_blame(node, st, rank, who >= 0 && node->peers ? node->peers[who].world_rank : -1, har_host(), step);
+}
+
+void har_node_blame(har_node_t *node, har_status_t st, int rank, int world_rank, const char *host, const char *step)
 {
     har_failure_t why;
     memset(&why, 0, sizeof why);
-    /* A time-out with no one peer to blame (a set-up exchange) names nobody. */
-    int who = culprit >= 0 ? culprit : st == HAR_ST_TIMEOUT ? -1 : node->local_rank;
     why.status = st;
-    why.culprit = who < 0 ? -1 : node->peers ? node->peers[who].comm_rank : who == node->local_rank ? node->rank : -1;
-    why.culprit_world = who >= 0 && node->peers ? node->peers[who].world_rank : -1;
+    why.culprit = rank;
+    why.culprit_world = world_rank;
     why.reporter = node->rank;
     why.call = node->call;
     snprintf(why.step, sizeof why.step, "%s", step);
-    snprintf(why.host, sizeof why.host, "%s", node->host);
-    har_node_record_failure(node, &why);
+    snprintf(why.host, sizeof why.host, "%s", host);
+    record(node, &why);
 }
 
-void har_node_record_failure(har_node_t *node, const har_failure_t *why)
+static void record(har_node_t *node, const har_failure_t *why)
 {
     if (node->seg.base) har_seg_fail(&node->seg, why);
     else if (!node->early && (node->early = malloc(sizeof *node->early))) *node->early = *why;  /* for the report */
@@ -85,7 +93,7 @@ const har_failure_t *har_node_record(const har_node_t *node)
 int har_node_failed(const har_node_t *node) { return har_node_record(node) != NULL; }
 
 /* The failure a notice from another node carries, made this node's own. */
-static void take_notice(har_node_t *node) { har_node_record_failure(node, &node->notice_in); }
+static void take_notice(har_node_t *node) { record(node, &node->notice_in); }
 
 /* Has a notice come? Tested also from segment waits: a rank may wait on
  * its local peers while the notice that would free them is addressed to it. */
@@ -139,14 +147,9 @@ har_status_t har_node_check(har_node_t *node, double started, const char *step)
     return note_local(node, st, culprit, step);
 }
 
-har_status_t har_node_wait_requests(har_node_t *node, int n, MPI_Request *reqs, const char *step)
-{
-    return har_node_wait_partner(node, n, reqs, -1, step);
-}
-
 har_status_t har_node_exchange(har_node_t *node, int posted, MPI_Request *req, const char *step)
 {
-    if (posted == MPI_SUCCESS) return har_node_wait_requests(node, 1, req, step);
+    if (posted == MPI_SUCCESS) return har_node_wait_partner(node, 1, req, -1, step);
     har_log(HAR_LOG_ERROR, "%s: the MPI refused an exchange (code %d)", step, posted);
     har_node_fail(node, HAR_ST_INTERNAL, -1, step);
     return HAR_ST_INTERNAL;
@@ -193,9 +196,7 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
         }
         double timeout = timeout_of(node);
         if (partner >= 0 && timeout > 0 && har_seg_now() - started > timeout && !har_node_failed(node)) {
-            har_failure_t why = {HAR_ST_TIMEOUT, partner, -1, node->rank, node->call, "", "?"};
-            snprintf(why.step, sizeof why.step, "%s", step);
-            har_node_record_failure(node, &why);
+            har_node_blame(node, HAR_ST_TIMEOUT, partner, -1, "?", step);
             st = HAR_ST_TIMEOUT;
             break;
         }
@@ -219,11 +220,11 @@ void har_node_listen(har_node_t *node)
     if (node->notice_comm == MPI_COMM_NULL) return;
     PMPI_Irecv(&node->notice_in, (int)sizeof node->notice_in, MPI_BYTE, MPI_ANY_SOURCE, NOTICE_TAG, node->notice_comm,
                &node->notice_req);
-    int me, size, left;
+    int left;
     MPI_Group across, all;
-    PMPI_Comm_rank(node->notice_comm, &me);
-    PMPI_Comm_size(node->notice_comm, &size);
-    left = (me + size - 1) % size;
+    PMPI_Comm_rank(node->notice_comm, &node->across_rank);
+    PMPI_Comm_size(node->notice_comm, &node->across_size);
+    left = (node->across_rank + node->across_size - 1) % node->across_size;
     PMPI_Comm_group(node->notice_comm, &across);
     PMPI_Comm_group(node->comm, &all);
     PMPI_Group_translate_ranks(across, 1, &left, all, &node->left);

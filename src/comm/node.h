@@ -31,6 +31,7 @@ typedef struct har_node {
     int rank, size;                 /* in it */
     int local_rank, local_size, node, nnodes;
     int uniform;                    /* every node holds local_size ranks: rails; else leader mode */
+    int cores;                      /* this rank's share of the cores it may run on, at set-up (at least 1) */
     MPI_Comm node_comm, rail_comm, leader_comm;  /* MPI_COMM_NULL where unused */
     const har_settings_t *set;      /* rank 0's */
     har_seg_t seg;                  /* the host segment: control lines and slots */
@@ -38,12 +39,12 @@ typedef struct har_node {
     char *scratch;                  /* slot_bytes: ring blocks, staging of device output */
     struct har_ring_msgs *ring_msgs; /* the ring's small messages, across nodes (inter.h) */
     har_peer_t *peers;              /* by local rank; NULL until exchanged */
-    char host[48];
     uint64_t call;                  /* the call in progress, for messages */
     /* Failure notices between nodes: a receive is always posted on the
      * communicator this rank exchanges data with across nodes (its rail, or
      * the leaders'), and every wait on it tests it. */
     MPI_Comm notice_comm;           /* the rail, or the leaders': where the ring runs */
+    int across_rank, across_size;   /* this rank's place there */
     int left;                       /* the ring's left neighbour there, by its rank in comm */
     MPI_Request notice_req;
     har_failure_t notice_in;
@@ -62,10 +63,9 @@ HAR_HIDDEN har_status_t har_node_wait_one(har_node_t *node, int peer, const char
 HAR_HIDDEN har_status_t har_node_check(har_node_t *node, double started, const char *step);
 /* Waits for MPI requests (set-up exchanges, the ring, the inter-node step)
  * with the same bounds. On failure the requests are left pending: the
- * communicator is failed for good, and nothing reuses their buffers. */
-HAR_HIDDEN har_status_t har_node_wait_requests(har_node_t *node, int n, MPI_Request *reqs, const char *step);
-/* The same, where the data come from one rank (`partner`, its rank in the
- * communicator), who is then the one named if HAR_TIMEOUT ends the wait. */
+ * communicator is failed for good, and nothing reuses their buffers. Where
+ * the data come from one rank (`partner`, its rank in the communicator, or
+ * -1), that rank is the one named if HAR_TIMEOUT ends the wait. */
 HAR_HIDDEN har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, int partner,
                                               const char *step);
 /* The wait for one exchange just posted by a non-blocking collective
@@ -76,9 +76,11 @@ HAR_HIDDEN har_status_t har_node_exchange(har_node_t *node, int posted, MPI_Requ
  * record wins) unless one is already. `culprit`: local rank at fault, or -1
  * for this rank itself. */
 HAR_HIDDEN void har_node_fail(har_node_t *node, har_status_t st, int culprit, const char *step);
-/* The same for a failure whose record is made elsewhere (a rank on another
- * node, named by its ranks). */
-HAR_HIDDEN void har_node_record_failure(har_node_t *node, const har_failure_t *why);
+/* The same for a rank named by its ranks in the communicator and in
+ * MPI_COMM_WORLD (-1: unknown) and its host ("?": unknown), such as a rank
+ * on another node. */
+HAR_HIDDEN void har_node_blame(har_node_t *node, har_status_t st, int rank, int world_rank, const char *host,
+                               const char *step);
 /* Has a failure been recorded (here or by a local peer)? */
 HAR_HIDDEN int har_node_failed(const har_node_t *node);
 /* The recorded failure, or NULL. */

@@ -259,7 +259,7 @@ static har_status_t node_table(har_comm_t *c, MPI_Comm leaders)
         PMPI_Comm_size(leaders, &mine.nnodes);
     }
     int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    mine.cores = cores / node->local_size > 1 ? cores / node->local_size : 1;
+    mine.cores = node->cores = cores / node->local_size > 1 ? cores / node->local_size : 1;
     /* node->peers stays NULL while the exchange is in flight: not known yet. */
     MPI_Request req;
     har_status_t st = all ? har_node_exchange(node, PMPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, all,
@@ -289,7 +289,6 @@ static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
     har_status_t st;
     PMPI_Comm_rank(comm, &node->rank);
     PMPI_Comm_size(comm, &node->size);
-    snprintf(node->host, sizeof node->host, "%s", har_host());
     if ((st = settings_setup(c)) != HAR_OK) return st;
 
     /* Nodes: ranks that share memory, or pretend nodes of HAR_NODE_SIZE
@@ -402,12 +401,13 @@ har_comm_t *har_comm_get(MPI_Comm comm, const har_call_t *call, har_status_t *st
     /* Both facts are the same on every rank: no collective needed to agree. */
     if (!inter && size > 1) {
         *st = state_setup(c, call);
-        if (*st != HAR_OK) {
-            /* The ranks could not even agree: every call here fails from
-             * now on, as after a failure in a call (call.h says why). */
-            c->usable = 1;
-            *st = har_comm_fail(c, *st);
-        }
+        /* The ranks could not even agree: every call here fails from now
+         * on, as after a failure in a call (the caller fails it). */
+        if (*st != HAR_OK) c->usable = 1;
+        /* HAR_CHECK verifies the host segment's slots and the ring: device
+         * buffers take those, never NCCL or the kernels (off, not failed:
+         * never retried). */
+        if (c->set.check) c->eng[HAR_PATH_IPC].state = c->eng[HAR_PATH_NCCL].state = HAR_ENGINE_OFF;
     }
     pthread_mutex_lock(&lock);
     c->next = live;

@@ -38,7 +38,7 @@ HAR_HIDDEN void har_comm_finalize(void);
  * communicators har does not serve (inter-communicators, one rank) or
  * whose set-up failed on some rank (their calls go to the MPI). *st says
  * whether the set-up itself failed with peers involved (a death, a
- * time-out): then the state is failed for good. */
+ * time-out): then the caller fails the state for good (har_comm_fail). */
 HAR_HIDDEN har_comm_t *har_comm_get(MPI_Comm comm, const har_call_t *call, har_status_t *st);
 /* "CPU_MODEL/cores per rank": the class the tuning table's host rows are
  * keyed by (cores per rank: the cores this process may run on, shared by

@@ -151,7 +151,7 @@ static int parse_value(const har_var_desc_t *d, const char *text, har_value_t *v
         return 0;
     }
     case HAR_T_CHOICE: {
-        int ok, plan_only = d->choices != NULL;
+        int ok, plan_only = d->choices && strcmp(d->choices, "plan") == 0;
         v->i = har_choice_parse(text, plan_only ? HAR_CHOICE_NAMES : ~0u, &ok);
         if (!ok && plan_only) {
             char names[64];

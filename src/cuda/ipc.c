@@ -202,7 +202,7 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
                                "copy to host");
         if (st == HAR_OK) st = har_gpu_wait(d->stream, node, &watch, "device shard");
         if (st == HAR_OK && len > 0)
-            st = har_inter_allreduce(node, node->rail_comm, d->stage, len, call, d->tmp, d->slot_bytes, done == 0);
+            st = har_inter_allreduce(node, d->stage, len, call, d->tmp, d->slot_bytes, done == 0);
         if (st == HAR_OK && len > 0)
             st = har_gpu_check(cudaMemcpyAsync(shard, d->stage, len * a.elem, cudaMemcpyHostToDevice, d->stream),
                                "copy to device");

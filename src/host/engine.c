@@ -37,10 +37,13 @@ static har_status_t copy_out(const chunk_t *c, char *dst, const char *slot, size
 
 /* ---- HAR_CHECK ------------------------------------------------------------ */
 
-/* This rank's input chunk is in its slot: with HAR_CHECK, its checksums,
- * shard by shard. */
-static void publish_input(har_node_t *node, const char *slot, size_t n, size_t elem, unsigned parity)
+/* This rank's input chunk into its slot, and with HAR_CHECK its
+ * checksums, shard by shard. */
+static har_status_t load_input(har_node_t *node, char *slot, const char *in, har_mem_kind_t kind, size_t n,
+                               size_t elem, unsigned parity)
 {
+    har_status_t st = har_mem_copy(slot, HAR_MEM_HOST, in, kind, n * elem);
+    if (st != HAR_OK) return st;
     uint64_t *sums = har_seg_sums(&node->seg, node->local_rank, parity);
     for (int s = 0; node->set->check && s < node->local_size; s++) {
         size_t off, len;
@@ -54,8 +57,9 @@ static void publish_input(har_node_t *node, const char *slot, size_t n, size_t e
     long long index;
     if (sscanf(HAR_CFG(test_corrupt_slot).s, "%d:%lld", &rank, &index) == 2 && rank == node->rank && index >= 0 &&
         (size_t)index < n)
-        ((char *)slot)[(size_t)index * elem + elem - 1] ^= 0x40;
+        slot[(size_t)index * elem + elem - 1] ^= 0x40;
 #endif
+    return HAR_OK;
 }
 
 /* Does what this rank reads of `writer`'s slot (bytes at byte `at` of the
@@ -100,10 +104,8 @@ har_status_t har_host_preload(har_node_t *node, const har_call_t *call, size_t c
 {
     size_t elem = call->red.elem_size, n = har_chunk_elems(chunk_bytes, elem);
     if (call->count < n) n = call->count;
-    char *slot = har_seg_slot(&node->seg, node->local_rank, node->host_seq & 1);
-    har_status_t st = har_mem_copy(slot, HAR_MEM_HOST, call->in, call->in_kind, n * elem);
-    if (st == HAR_OK) publish_input(node, slot, n, elem, node->host_seq & 1);
-    return st;
+    return load_input(node, har_seg_slot(&node->seg, node->local_rank, node->host_seq & 1), call->in, call->in_kind,
+                      n, elem, node->host_seq & 1);
 }
 
 /* This rank's input in its slot (unless the arrival put it there), then a
@@ -113,11 +115,10 @@ static har_status_t input(const chunk_t *c, char *slot)
 {
     const har_call_t *call = c->call;
     if (c->first && call->loaded_all) return HAR_OK;
-    if (!(c->first && call->loaded_me)) {
-        har_status_t st = har_mem_copy(slot, HAR_MEM_HOST, c->in, call->in_kind, c->n * call->red.elem_size);
-        if (st != HAR_OK) return st;
-        publish_input(c->node, slot, c->n, call->red.elem_size, c->parity);
-    }
+    har_status_t st;
+    if (!(c->first && call->loaded_me) &&
+        (st = load_input(c->node, slot, c->in, call->in_kind, c->n, call->red.elem_size, c->parity)) != HAR_OK)
+        return st;
     HAR_TEST_POINT("input");
     har_seg_signal(&c->node->seg);
     return har_node_wait_all(c->node, "input");
@@ -136,7 +137,7 @@ static har_status_t one_shot(const chunk_t *c)
     char *src[HAR_MAX_LOCAL];
     for (int r = 1; r < node->local_size; r++) src[r - 1] = har_seg_slot(&node->seg, r, c->parity);
     memcpy(acc, har_seg_slot(&node->seg, 0, c->parity), bytes);
-    har_reduce_many(c->call->red.fn, elem, acc, src, node->local_size - 1, c->n, node->local_size);
+    har_reduce_many(c->call->red.fn, elem, acc, src, node->local_size - 1, c->n, node->cores);
     return acc == c->out ? HAR_OK : copy_out(c, c->out, acc, bytes);
 }
 
@@ -163,9 +164,9 @@ static har_status_t two_shot(const chunk_t *c)
     int nsrc = 0;
     for (int r = 0; r < L; r++)
         if (r != me) src[nsrc++] = har_seg_slot(seg, r, c->parity) + off * elem;
-    har_reduce_many(call->red.fn, elem, shard, src, nsrc, len, L);
+    har_reduce_many(call->red.fn, elem, shard, src, nsrc, len, node->cores);
     if (node->rail_comm != MPI_COMM_NULL && len > 0 &&
-        (st = har_inter_allreduce(node, node->rail_comm, shard, len, call, node->scratch,
+        (st = har_inter_allreduce(node, shard, len, call, node->scratch,
                                   (size_t)node->set->slot_bytes, c->first)) != HAR_OK)
         return st;
     if (check) har_seg_sums(seg, me, c->parity)[L] = har_check_sum(shard, len * elem, off * elem);
@@ -185,7 +186,7 @@ static har_status_t two_shot(const chunk_t *c)
                     return st;
                 memcpy(mine + off * elem, theirs, len * elem);
             }
-            if ((st = har_inter_allreduce(node, node->leader_comm, mine, c->n, call, node->scratch,
+            if ((st = har_inter_allreduce(node, mine, c->n, call, node->scratch,
                                           (size_t)node->set->slot_bytes, c->first)) != HAR_OK)
                 return st;
             if (check) har_seg_sums(seg, 0, c->parity)[L] = har_check_sum(mine, c->n * elem, 0);

@@ -5,9 +5,7 @@
  * ranks need not agree on it. Only messages large enough to repay waking
  * the workers use them; a caller that finds the pool busy (another thread's
  * communicator) reduces alone rather than wait. */
-#define _GNU_SOURCE  /* sched_getaffinity */
 #include <pthread.h>
-#include <sched.h>
 #include "core/config.h"
 #include "host/reduce.h"
 #include "plan/plan.h"
@@ -57,15 +55,12 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* Threads for this rank: HAR_REDUCE_THREADS, or the cores this process may
- * run on shared among the node's ranks (a rank bound to one core gets one). */
-static int thread_count(int local_size)
+/* Threads for this rank: HAR_REDUCE_THREADS, or its share of the cores
+ * the process may run on (a rank bound to one core gets one), at most 4. */
+static int thread_count(int cores)
 {
     if (HAR_CFG(reduce_threads).i > 0) return HAR_CFG(reduce_threads).i < MAX_THREADS ? (int)HAR_CFG(reduce_threads).i : MAX_THREADS;
-    cpu_set_t set;
-    int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    int t = cores / (local_size > 0 ? local_size : 1);
-    return t < 1 ? 1 : t > 4 ? 4 : t;
+    return cores < 1 ? 1 : cores > 4 ? 4 : cores;
 }
 
 /* Starts workers 1..want-1 once; returns how many parts can run at once. */
@@ -84,12 +79,10 @@ static int ensure_workers(int want)
     return pool.workers + 1 < want ? pool.workers + 1 : want;
 }
 
-void har_reduce_many(har_reduce_fn fn, size_t elem, char *dst, char *const *src, int nsrc, size_t n, int local_size)
+void har_reduce_many(har_reduce_fn fn, size_t elem, char *dst, char *const *src, int nsrc, size_t n, int cores)
 {
-    /* The size first: asking the kernel for the cores costs a system call,
-     * a large part of a small call. */
     size_t by_size = n * elem / MIN_BYTES_PER_THREAD;
-    int threads = by_size > 1 ? thread_count(local_size) : 1;
+    int threads = by_size > 1 ? thread_count(cores) : 1;
     if (threads > 1 && by_size < (size_t)threads) threads = (int)by_size;
     job_t job = {fn, elem, n, dst, src, nsrc, 1};
     if (threads <= 1 || pthread_mutex_trylock(&pool.busy) != 0) {

@@ -109,7 +109,7 @@ static int dev_op(MPI_Op op)
 har_reduce_t har_reduce_lookup(MPI_Datatype type, MPI_Op op)
 {
     type_info_t info = type_info(type);
-    har_reduce_t r = {NULL, info.size, HAR_DT_NONE, HAR_OP_NONE, 0, HAR_OP_NONE};
+    har_reduce_t r = {NULL, info.size, HAR_DT_NONE, HAR_OP_NONE, 0};
     int is_int = info.kind == K_INT, is_f32 = info.kind == K_FLOAT && info.size == 4,
         is_f64 = info.kind == K_FLOAT && info.size == 8;
     if (is_int || is_f32 || is_f64) {
@@ -133,23 +133,21 @@ har_reduce_t har_reduce_lookup(MPI_Datatype type, MPI_Op op)
     }
     if (r.fn) {
         r.dev_type = dev_type(info);
-        r.dev_op = r.op_code = (int16_t)dev_op(op);
+        r.dev_op = dev_op(op);
         r.type_code = (uint16_t)(info.kind << 8 | info.size << 1 | info.is_signed);
     }
     return r;
 }
 
-const char *har_type_code_name(uint16_t code, char *buf, size_t len)
+const char *har_call_text(uint64_t count, uint16_t type_code, int op, uint64_t call, char *buf, size_t len)
 {
     static const char *const kinds[] = {"?", "int", "float", "bool", "byte"};
-    int kind = code >> 8, size = (code & 0xff) >> 1, sgn = code & 1;
-    if (kind == K_INT) snprintf(buf, len, "%sint%d", sgn ? "" : "u", 8 * size);
-    else snprintf(buf, len, "%s%d", kind < 5 ? kinds[kind] : "?", 8 * size);
+    static const char *const ops[] = {"sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor"};
+    int kind = type_code >> 8, size = (type_code & 0xff) >> 1, sgn = type_code & 1;
+    char type[16];
+    if (kind == K_INT) snprintf(type, sizeof type, "%sint%d", sgn ? "" : "u", 8 * size);
+    else snprintf(type, sizeof type, "%s%d", kind < 5 ? kinds[kind] : "?", 8 * size);
+    snprintf(buf, len, "count %llu %s %s (call %llu)", (unsigned long long)count, type, op >= 0 && op < 10 ? ops[op] : "?",
+             (unsigned long long)call);
     return buf;
-}
-
-const char *har_op_code_name(int code)
-{
-    static const char *const names[] = {"sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor"};
-    return code >= 0 && code < 10 ? names[code] : "?";
 }

@@ -29,7 +29,7 @@ enum {
 typedef struct {
     uint64_t count;
     uint32_t call;          /* the call's number on this communicator (low bits) */
-    uint16_t type;          /* har_reduce_t's type_code and op_code */
+    uint16_t type;          /* har_reduce_t's type_code and dev_op */
     int8_t op;
     uint8_t flags;
     int32_t dev;            /* ordinal + 1 of the GPU holding both buffers; 0: not both on one GPU */

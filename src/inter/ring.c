@@ -67,17 +67,8 @@ har_status_t har_inter_setup(har_node_t *node)
     /* Who this rank is, in every header and checksum it sends. */
     m->out.h.comm_rank = m->sent.comm_rank = node->rank;
     m->out.h.world_rank = m->sent.world_rank = node->peers ? node->peers[node->local_rank].world_rank : -1;
-    snprintf(m->out.h.host, sizeof m->out.h.host, "%s", node->host);
+    snprintf(m->out.h.host, sizeof m->out.h.host, "%s", har_host());
     return HAR_OK;
-}
-
-static void header_of(const har_node_t *node, const har_call_t *call, har_arrival_t *what)
-{
-    memset(what, 0, sizeof *what);
-    what->call = (uint32_t)node->call;
-    what->count = call->count;
-    what->type = call->red.type_code;
-    what->op = (int8_t)call->red.op_code;
 }
 
 static har_status_t check_header(har_node_t *node, const header_t *mine, const header_t *theirs)
@@ -85,15 +76,11 @@ static har_status_t check_header(har_node_t *node, const header_t *mine, const h
     const har_arrival_t *a = &mine->what, *b = &theirs->what;
     har_status_t st = har_arrival_differs(a, b);
     if (st == HAR_OK) return HAR_OK;
-    char t0[16], t1[16];
-    har_log(HAR_LOG_ERROR, "MPI_Allreduce differs between nodes: rank %d (world rank %d) count %llu %s %s (call %u), "
-            "rank %d (world rank %d, host %s) count %llu %s %s (call %u)", mine->comm_rank, mine->world_rank,
-            (unsigned long long)a->count, har_type_code_name(a->type, t0, sizeof t0), har_op_code_name(a->op), a->call,
-            theirs->comm_rank, theirs->world_rank, theirs->host, (unsigned long long)b->count,
-            har_type_code_name(b->type, t1, sizeof t1), har_op_code_name(b->op), b->call);
-    har_failure_t why = {st, theirs->comm_rank, theirs->world_rank, mine->comm_rank, node->call, "ring", ""};
-    snprintf(why.host, sizeof why.host, "%s", theirs->host);
-    har_node_record_failure(node, &why);
+    char t0[96], t1[96];
+    har_log(HAR_LOG_ERROR, "MPI_Allreduce differs between nodes: rank %d (world rank %d) %s, rank %d (world rank %d, "
+            "host %s) %s", mine->comm_rank, mine->world_rank, har_arrival_text(a, t0, sizeof t0), theirs->comm_rank,
+            theirs->world_rank, theirs->host, har_arrival_text(b, t1, sizeof t1));
+    har_node_blame(node, st, theirs->comm_rank, theirs->world_rank, theirs->host, "ring");
     return st;
 }
 
@@ -163,12 +150,12 @@ static har_status_t exchange(har_node_t *node, char *send, size_t send_bytes, ch
      * header check fails the call. */
     har_status_t st = wait_exchange(node, 4, req, rc);
     if (st != HAR_OK) {
-        abandon(6, req);
+        abandon(2, req + 4);  /* the rest wait_exchange has abandoned */
         return st;
     }
     int32_t came = m->in.h.packed_bytes;
     if (came >= 0) {
-        if (req[4] != MPI_REQUEST_NULL) PMPI_Cancel(&req[4]), PMPI_Request_free(&req[4]);
+        abandon(1, req + 4);
         size_t fits = recv_bytes < sizeof m->in.block ? recv_bytes : sizeof m->in.block;
         memcpy(recv, m->in.block, (size_t)came < fits ? (size_t)came : fits);
     } else if (req[4] == MPI_REQUEST_NULL)
@@ -187,23 +174,20 @@ static har_status_t verify_block(har_node_t *node, const char *data, size_t byte
             "rank %d received different data (%016llx), bytes %zu to %zu", (unsigned long long)node->call, step,
             came->comm_rank, came->world_rank, (unsigned long long)came->sum, node->rank, (unsigned long long)got, at,
             at + bytes);
-    har_failure_t why = {HAR_ST_CHECK, came->comm_rank, came->world_rank, node->rank, node->call, "", "?"};
-    snprintf(why.step, sizeof why.step, "%s", step);
-    har_node_record_failure(node, &why);
+    har_node_blame(node, HAR_ST_CHECK, came->comm_rank, came->world_rank, "?", step);
     return HAR_ST_CHECK;
 }
 
-static har_status_t ring_allreduce(har_node_t *node, MPI_Comm ring, char *data, size_t n, const har_call_t *call,
-                                   char *tmp, size_t tmp_bytes, int first)
+static har_status_t ring_allreduce(har_node_t *node, char *data, size_t n, const har_call_t *call, char *tmp,
+                                   size_t tmp_bytes, int first)
 {
-    int me, p;
+    MPI_Comm ring = node->notice_comm;
+    int me = node->across_rank, p = node->across_size;
     size_t elem = call->red.elem_size;
-    PMPI_Comm_rank(ring, &me);
-    PMPI_Comm_size(ring, &p);
     if (p == 1) return HAR_OK;
     struct har_ring_msgs *m = node->ring_msgs;
     int check = node->set->check != 0;
-    if (first) header_of(node, call, &m->out.h.what);
+    if (first) har_arrival_of(&m->out.h.what, call, node->call);
     int right = (me + 1) % p, left = (me + p - 1) % p;
     size_t soff, slen, roff, rlen;
     /* Reduce-scatter: after step s, this rank has folded s+2 inputs into
@@ -236,14 +220,14 @@ static har_status_t ring_allreduce(har_node_t *node, MPI_Comm ring, char *data, 
     return HAR_OK;
 }
 
-har_status_t har_inter_allreduce(har_node_t *node, MPI_Comm across, char *data, size_t n, const har_call_t *call,
-                                 char *tmp, size_t tmp_bytes, int first)
+har_status_t har_inter_allreduce(har_node_t *node, char *data, size_t n, const har_call_t *call, char *tmp,
+                                 size_t tmp_bytes, int first)
 {
-    if (!node->set->inter_mpi) return ring_allreduce(node, across, data, n, call, tmp, tmp_bytes, first);
+    if (!node->set->inter_mpi) return ring_allreduce(node, data, n, call, tmp, tmp_bytes, first);
     /* The MPI's own all-reduce, waited for like any other exchange (it
      * checks counts itself; a failure of a collective cannot be cancelled,
      * and the communicator fails for good). */
     MPI_Request req;
-    return har_node_exchange(node, PMPI_Iallreduce(MPI_IN_PLACE, data, (int)n, call->type, call->op, across, &req), &req,
-                             "inter_mpi");
+    int posted = PMPI_Iallreduce(MPI_IN_PLACE, data, (int)n, call->type, call->op, node->notice_comm, &req);
+    return har_node_exchange(node, posted, &req, "inter_mpi");
 }
