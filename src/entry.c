@@ -148,7 +148,9 @@ int har_set_algo(const char *choice)
 
 /* What every rank shares decides whether har can serve the call at all;
  * anything odd (bad arguments included) goes to the MPI, which reports it
- * as it always would. Fills `call` with this rank's view when it can. */
+ * as it always would. Fills `call` with this rank's view when it can. A
+ * null buffer (a failed allocation, say) is this rank's own oddity: the MPI
+ * gets it untouched, as it would without har. */
 static int describe(har_call_t *call, const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
                     MPI_Comm comm)
 {
@@ -169,7 +171,7 @@ static int describe(har_call_t *call, const void *sbuf, void *rbuf, int count, M
     if (call->in == call->out) in_dev = out_dev;
     call->device = call->in_kind == HAR_MEM_DEVICE && call->out_kind == HAR_MEM_DEVICE && in_dev == out_dev ? out_dev
                                                                                                           : -1;
-    return call->red.fn && count > 0 && HAR_CFG(enable).i && comm != MPI_COMM_NULL && sbuf != rbuf;
+    return call->red.fn && count > 0 && HAR_CFG(enable).i && comm != MPI_COMM_NULL && sbuf != rbuf && sbuf && rbuf;
 }
 
 #ifdef HAR_TEST_HOOKS

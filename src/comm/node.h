@@ -32,6 +32,7 @@ typedef struct har_node {
     int local_rank, local_size, node, nnodes;
     int uniform;                    /* every node holds local_size ranks: rails; else leader mode */
     int cores;                      /* this rank's share of the cores it may run on, at set-up (at least 1) */
+    int machine_ranks;              /* ranks of the communicator on this machine (same boot id), this node's included */
     MPI_Comm node_comm, rail_comm, leader_comm;  /* MPI_COMM_NULL where unused */
     const har_settings_t *set;      /* rank 0's */
     har_seg_t seg;                  /* the host segment: control lines and slots */

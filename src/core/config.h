@@ -38,8 +38,8 @@ enum { LOCAL = 0, RANK0 = 1 };
       "largest message reduced one-shot on a single node")                                      \
     X(ipc, HAR_T_BOOL, "1", LOCAL, 0, 1, NULL,                                                  \
       "0: no CUDA IPC engine; device buffers then take NCCL or the host segment")               \
-    X(ipc_shared_gpu, HAR_T_BOOL, "0", LOCAL, 0, 1, NULL,                                       \
-      "1: ranks sharing a GPU use the kernels too (with MPS; without it their kernels time-slice and wait on each other)") \
+    X(ipc_shared_gpu, HAR_T_ENUM, "auto", LOCAL, 0, 0, "auto,0,1",                              \
+      "ranks sharing a GPU use the kernels: auto, where every local rank's contexts go through MPS; 1 also without MPS (their kernels then time-slice and wait on each other); 0 never") \
     X(device_slot_bytes, HAR_T_SIZE, "32M", RANK0, 1 << 20, 16 * HAR_GIB, NULL,                 \
       "bytes of each rank's data slot in the CUDA IPC segment (two per rank, GPU memory)")      \
     X(device_one_shot_max, HAR_T_SIZE, "256K", RANK0, 0, 1ll << 50, NULL,                       \

@@ -5,9 +5,18 @@
  *
  * Set-up is collective on the node and agrees everywhere: the node uses the
  * kernels only if every rank's GPU is visible to every other and reachable
- * peer to peer (the survey), no two ranks share a GPU (unless
- * HAR_IPC_SHARED_GPU=1: their kernels would time-slice), and a kernel really
- * loaded a pattern each peer wrote. */
+ * peer to peer (the survey), ranks share a GPU only where MPS runs their
+ * kernels side by side (or HAR_IPC_SHARED_GPU=1 says to share it anyway:
+ * time-sliced, every barrier waits for a context switch), and a kernel
+ * really loaded a pattern each peer wrote.
+ *
+ * A block waits for the same block of every peer, so the blocks of every
+ * rank on a GPU must be resident together or none may finish: the node
+ * agrees on a grid that fits when every rank that may share the GPU runs
+ * its kernel at once (plan.h, har_plan_grid), and blocks loop over more
+ * data instead of launching more blocks. The occupancy counts, it reserves
+ * nothing: an application's kernel holding multiprocessors delays the
+ * call, and a peer that never comes is caught by the abort flag. */
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
@@ -20,6 +29,7 @@
 
 typedef struct {
     int nranks, me, device;
+    int max_blocks;                      /* the grid the node agreed */
     size_t slot_bytes;
     char *base;                          /* own allocation */
     char *peer[HAR_DEV_MAX_RANKS];       /* every rank's allocation as mapped here */
@@ -55,7 +65,14 @@ static void ipc_destroy(void *engine)
 
 /* Maps the peers' segments and proves, with a kernel, that this GPU loads
  * what each peer wrote. */
-static int map_peers(ipc_t *d, const cudaIpcMemHandle_t *handles, char *why, size_t why_len)
+/* What each rank offers its peers at set-up: its segment, and the largest
+ * grid that is safe on its GPU. */
+typedef struct {
+    cudaIpcMemHandle_t handle;
+    int grid;
+} offer_t;
+
+static int map_peers(ipc_t *d, const offer_t *offers, char *why, size_t why_len)
 {
     char *probe_out = NULL;
     if (har_gpu_check(cudaMalloc((void **)&probe_out, 16), "cudaMalloc (probe)") != HAR_OK) {
@@ -65,7 +82,7 @@ static int map_peers(ipc_t *d, const cudaIpcMemHandle_t *handles, char *why, siz
     int ok = 1;
     for (int r = 0; ok && r < d->nranks; r++) {
         if (r == d->me) continue;
-        cudaError_t e = cudaIpcOpenMemHandle((void **)&d->peer[r], handles[r], cudaIpcMemLazyEnablePeerAccess);
+        cudaError_t e = cudaIpcOpenMemHandle((void **)&d->peer[r], offers[r].handle, cudaIpcMemLazyEnablePeerAccess);
         if (e != cudaSuccess) {
             snprintf(why, why_len, "cudaIpcOpenMemHandle of local rank %d's segment: %s%s", r, cudaGetErrorString(e),
                      e == cudaErrorAlreadyMapped ? " (another library mapped it in this process)" : "");
@@ -86,6 +103,28 @@ static int map_peers(ipc_t *d, const cudaIpcMemHandle_t *handles, char *why, siz
     return ok;
 }
 
+/* This rank's largest safe grid on its GPU (current): see har_plan_grid. */
+static int safe_grid(const har_node_t *node, const har_gpu_t *gpu, char *why, size_t why_len)
+{
+    int per_sm = har_dev_blocks_per_sm(), gpu_sms = 0, ctx_sms = har_cuda_context_sms();
+    if (har_gpu_check(cudaDeviceGetAttribute(&gpu_sms, cudaDevAttrMultiProcessorCount, gpu->device),
+                      "cudaDeviceGetAttribute") != HAR_OK || per_sm <= 0) {
+        snprintf(why, why_len, "the runtime could not say how many blocks fit on the GPU");
+        return 0;
+    }
+    if (ctx_sms <= 0 || ctx_sms > gpu_sms) ctx_sms = gpu_sms;
+    /* This node's ranks on the GPU, and every rank of the communicator on
+     * other nodes of this machine, which may use it too. */
+    int clients = gpu->same_gpu + node->machine_ranks - node->local_size;
+    int grid = har_plan_grid(per_sm, ctx_sms, gpu_sms, clients, HAR_DEV_MAX_BLOCKS);
+    if (grid < 1)
+        snprintf(why, why_len, "%d ranks may share a GPU where %d blocks fit at once", clients, per_sm * gpu_sms);
+    HAR_LOG(HAR_LOG_DEBUG, "CUDA IPC engine: %d block(s) per multiprocessor, %d of %d multiprocessors for this "
+            "context, %d rank(s) may use this GPU: at most %d blocks per kernel", per_sm, ctx_sms, gpu_sms, clients,
+            grid);
+    return grid;
+}
+
 static har_engine_setup_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void **engine)
 {
     const char *what = "CUDA IPC engine", *instead = "device buffers take NCCL or the host segment";
@@ -93,19 +132,25 @@ static har_engine_setup_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
     *engine = NULL;
     /* What the survey and the settings already say, the same on every rank. */
     int here = 1;
+    const char *share = HAR_CFG(ipc_shared_gpu).s;
     if (!HAR_CFG(ipc).i) here = 0, snprintf(why, sizeof why, "HAR_IPC=0");
     else if (node->local_size > HAR_DEV_MAX_RANKS)
         here = 0, snprintf(why, sizeof why, "more than %d local ranks", HAR_DEV_MAX_RANKS);
-    else if (gpu->shared_gpu && !HAR_CFG(ipc_shared_gpu).i)
-        here = 0, snprintf(why, sizeof why, "local ranks share a GPU (HAR_IPC_SHARED_GPU=1 allows it, with MPS)");
+    else if (gpu->shared_gpu && (strcmp(share, "0") == 0 || (strcmp(share, "auto") == 0 && !gpu->mps)))
+        here = 0, snprintf(why, sizeof why, "local ranks share a GPU %s", gpu->mps ? "and HAR_IPC_SHARED_GPU=0"
+                           : "without MPS, so their kernels would time-slice (HAR_IPC_SHARED_GPU=1 allows it)");
     else if (!gpu->reachable && !gpu->shared_gpu)
         here = 0, snprintf(why, sizeof why, "the local GPUs cannot all load each other's memory");
     if (!har_node_agree(node, here, 1, what, why, instead)) return HAR_ENGINE_NOT_HERE;
+    if (gpu->shared_gpu && !gpu->mps && node->local_rank == 0)
+        HAR_WARN_ONCE("HAR_IPC_SHARED_GPU=1 without MPS: the kernels of ranks sharing a GPU time-slice, and each "
+                      "call waits for context switches (start nvidia-cuda-mps-control -d)");
 
     ipc_t *d = calloc(1, sizeof *d);
     har_gpu_scope_t scope = {0};
-    cudaIpcMemHandle_t handle, *handles = calloc((size_t)node->local_size, sizeof *handles);
-    int ok = d && handles;
+    offer_t mine, *offers = calloc((size_t)node->local_size, sizeof *offers);
+    memset(&mine, 0, sizeof mine);
+    int ok = d && offers;
     if (!ok) snprintf(why, sizeof why, "out of memory");
     if (ok) {
         d->nranks = node->local_size;
@@ -120,12 +165,13 @@ static har_engine_setup_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
              har_gpu_check(cudaMemset(d->base, 0, HAR_DEV_FLAG_BYTES), "cudaMemset") == HAR_OK &&
              har_gpu_check(cudaMemcpy(d->base + HAR_DEV_PROBE_OFFSET, pattern, 16, cudaMemcpyHostToDevice),
                            "cudaMemcpy") == HAR_OK &&
-             har_gpu_check(cudaIpcGetMemHandle(&handle, d->base), "cudaIpcGetMemHandle") == HAR_OK &&
+             har_gpu_check(cudaIpcGetMemHandle(&mine.handle, d->base), "cudaIpcGetMemHandle") == HAR_OK &&
              har_gpu_check(cudaHostAlloc((void **)&d->abort_host, sizeof(int), cudaHostAllocMapped),
                            "cudaHostAlloc") == HAR_OK &&
              har_gpu_check(cudaHostGetDevicePointer((void **)&d->abort_dev, (void *)d->abort_host, 0),
                            "mapped abort flag") == HAR_OK;
         if (!ok) snprintf(why, sizeof why, "a CUDA call failed (above), %zu bytes of GPU memory asked", bytes);
+        else ok = (d->max_blocks = safe_grid(node, gpu, why, sizeof why)) > 0;
         if (ok) {
             *d->abort_host = 0;
             d->peer[d->me] = d->base;
@@ -137,21 +183,26 @@ static har_engine_setup_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
     /* Everyone exchanges, even a rank that failed, so nobody waits alone. */
     ok = har_node_agree(node, ok, 0, what, why, instead);
     if (ok) {
+        /* The node runs the smallest grid: a block meets the same block of
+         * every peer. */
         MPI_Request req;
-        ok = har_node_exchange(node, PMPI_Iallgather(&handle, (int)sizeof handle, MPI_BYTE, handles, (int)sizeof handle,
+        mine.grid = d->max_blocks;
+        ok = har_node_exchange(node, PMPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, offers, (int)sizeof mine,
                                                      MPI_BYTE, node->node_comm, &req), &req, what) == HAR_OK;
         if (!ok) snprintf(why, sizeof why, "exchanging the IPC handles failed");
-        ok = ok && map_peers(d, handles, why, sizeof why);
+        for (int r = 0; ok && r < node->local_size; r++)
+            if (offers[r].grid < d->max_blocks) d->max_blocks = offers[r].grid;
+        ok = ok && map_peers(d, offers, why, sizeof why);
         ok = !har_node_failed(node) && har_node_agree(node, ok, 0, what, why, instead);
     }
     har_gpu_leave(&scope);
-    free(handles);
+    free(offers);
     if (!ok) {
         ipc_destroy(d);
         return HAR_ENGINE_FAILED;
     }
-    HAR_LOG(HAR_LOG_DEBUG, "CUDA IPC engine: %d local ranks, GPU %d, %zu bytes of GPU memory per rank", d->nranks,
-            d->device, HAR_DEV_FLAG_BYTES + 2 * d->slot_bytes);
+    HAR_LOG(HAR_LOG_DEBUG, "CUDA IPC engine: %d local ranks, GPU %d, %zu bytes of GPU memory per rank, kernels of at "
+            "most %d blocks", d->nranks, d->device, HAR_DEV_FLAG_BYTES + 2 * d->slot_bytes, d->max_blocks);
     *engine = d;
     return HAR_ENGINE_READY;
 }
@@ -188,7 +239,7 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
         for (int r = 0; r < d->nranks; r++) a.slot[r] = d->peer[r] + HAR_DEV_FLAG_BYTES + parity * d->slot_bytes;
         a.epoch = d->epoch;
         d->epoch += 2;
-        int blocks = har_dev_blocks(a.n * a.elem);
+        int blocks = har_dev_blocks(a.n * a.elem, d->max_blocks);
         a.phase = across ? HAR_DEV_REDUCE : HAR_DEV_WHOLE;
         if ((st = har_gpu_check(har_dev_launch(&a, blocks, d->stream), "kernel launch")) != HAR_OK) break;
         if (!across) continue;  /* one node: chunks queue up back to back */

@@ -163,7 +163,7 @@ template <typename T> __device__ void copy_range(char *dst, const char *src, siz
     for (size_t i = done + threadIdx.x; i < len; i += blockDim.x) ((T *)dst)[off + i] = ((const T *)src)[off + i];
 }
 
-template <typename T, int OP> __global__ void __launch_bounds__(512) allreduce(har_dev_args_t a)
+template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS) allreduce(har_dev_args_t a)
 {
     const int shards = a.one_shot ? 1 : a.nranks;
     const bool vec = a.aligned;  // slots are always aligned; the user's buffers may not be
@@ -194,7 +194,7 @@ __global__ void probe(const uint4 *peer, uint4 *out) { *out = __ldcv(peer); }  /
 
 template <typename T, int OP> int launch_one(const har_dev_args_t *a, int blocks, cudaStream_t s)
 {
-    allreduce<T, OP><<<blocks, 512, 0, s>>>(*a);
+    allreduce<T, OP><<<blocks, HAR_DEV_THREADS, 0, s>>>(*a);
     return (int)cudaGetLastError();
 }
 
@@ -226,12 +226,49 @@ template <typename T> int launch_float(const har_dev_args_t *a, int blocks, cuda
     return (int)cudaErrorInvalidValue;
 }
 
+// Blocks of one kernel that can be resident on one multiprocessor at once:
+// the least over the instantiations listed (-1 if the runtime cannot say).
+template <typename T, int... OPS> int fewest_resident()
+{
+    const void *kernels[] = {(const void *)allreduce<T, OPS>...};
+    int least = 1 << 30;
+    for (const void *k : kernels) {
+        int n = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, HAR_DEV_THREADS, 0) != cudaSuccess) return -1;
+        least = n < least ? n : least;
+    }
+    return least;
+}
+
+template <typename T> int fewest_int()
+{
+    return fewest_resident<T, HAR_OP_SUM, HAR_OP_PROD, HAR_OP_MIN, HAR_OP_MAX, HAR_OP_BAND, HAR_OP_BOR, HAR_OP_BXOR,
+                           HAR_OP_LAND, HAR_OP_LOR, HAR_OP_LXOR>();
+}
+
+template <typename T> int fewest_float() { return fewest_resident<T, HAR_OP_SUM, HAR_OP_PROD, HAR_OP_MIN, HAR_OP_MAX>(); }
+
 }  // namespace
 
-extern "C" int har_dev_blocks(size_t bytes)
+extern "C" int har_dev_blocks_per_sm(void)
+{
+    int per[] = {fewest_float<float>(), fewest_float<double>(), fewest_int<int32_t>(), fewest_int<uint32_t>(),
+                 fewest_int<int64_t>(), fewest_int<uint64_t>()};
+    int least = 1 << 30;
+    for (int n : per) {
+        if (n < 0) {
+            cudaGetLastError();
+            return -1;
+        }
+        least = n < least ? n : least;
+    }
+    return least;
+}
+
+extern "C" int har_dev_blocks(size_t bytes, int max_blocks)
 {
     size_t blocks = bytes / (32 << 10);  // 32 KiB per block before adding more
-    return blocks < 1 ? 1 : blocks > HAR_DEV_MAX_BLOCKS ? HAR_DEV_MAX_BLOCKS : (int)blocks;
+    return blocks < 1 ? 1 : blocks > (size_t)max_blocks ? max_blocks : (int)blocks;
 }
 
 extern "C" int har_dev_launch(const har_dev_args_t *a, int blocks, void *stream)

@@ -9,6 +9,7 @@
 
 #define HAR_DEV_MAX_RANKS 8     /* local ranks a device segment serves */
 #define HAR_DEV_MAX_BLOCKS 64   /* blocks per kernel: enough to fill NVLink */
+#define HAR_DEV_THREADS 512     /* threads per block */
 #define HAR_DEV_LINE 128
 /* Flag area at the start of each rank's segment: one line per (writer,
  * block), written only by that writer (remote store, local poll), then one
@@ -46,8 +47,14 @@ extern "C" {
 #endif
 /* Launches one chunk's kernel on `stream` (a cudaStream_t); 0 or a cudaError_t. */
 int har_dev_launch(const har_dev_args_t *a, int blocks, void *stream);
-/* Blocks for a chunk of `bytes`: the same on every rank. */
-int har_dev_blocks(size_t bytes);
+/* Blocks for a chunk of `bytes`, at most `max_blocks` (the grid the node
+ * agreed): the same on every rank. */
+int har_dev_blocks(size_t bytes, int max_blocks);
+/* Blocks of any of the kernels that fit on one multiprocessor at once, by
+ * the occupancy the runtime computes for the current GPU; -1 if it cannot
+ * say. A block waits for the same block of every peer, so a grid is only
+ * safe when every block of every rank on a GPU can be resident together. */
+int har_dev_blocks_per_sm(void);
 /* Copies 16 bytes from `peer` (another GPU's memory) to `out` with a kernel:
  * proof that this GPU can load from that one. 0 or a cudaError_t. */
 int har_dev_probe(const void *peer, void *out, void *stream);

@@ -25,6 +25,7 @@ static struct {
     CUresult (*primary_ctx_get_state)(CUdevice, unsigned int *, int *);
     CUresult (*memcpy)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*get_error_string)(CUresult, const char **);
+    CUresult (*ctx_get_exec_affinity)(CUexecAffinityParam *, CUexecAffinityType);  /* CUDA 11.4 on; may be NULL */
     har_cu_device_api_t dev;
 } cu;
 static pthread_mutex_t cu_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -67,10 +68,12 @@ static int cuda_bind(void)
         *(void **)&cu.dev.device_get_uuid = dlsym(lib, "cuDeviceGetUuid_v2");
         *(void **)&cu.dev.device_can_access_peer = dlsym(lib, "cuDeviceCanAccessPeer");
         *(void **)&cu.dev.device_get_pci_bus_id = dlsym(lib, "cuDeviceGetPCIBusId");
+        *(void **)&cu.dev.device_get_attribute = dlsym(lib, "cuDeviceGetAttribute");
+        *(void **)&cu.ctx_get_exec_affinity = dlsym(lib, "cuCtxGetExecAffinity");
         int ok = cu.pointer_get_attribute && cu.pointer_get_attributes && cu.ctx_get_current && cu.ctx_get_device && cu.ctx_set_current &&
                  cu.ctx_push && cu.ctx_pop && cu.primary_ctx_get_state && cu.memcpy && cu.get_error_string &&
                  cu.dev.device_get && cu.dev.device_get_count && cu.dev.device_get_name && cu.dev.device_get_uuid &&
-                 cu.dev.device_can_access_peer && cu.dev.device_get_pci_bus_id;
+                 cu.dev.device_can_access_peer && cu.dev.device_get_pci_bus_id && cu.dev.device_get_attribute;
         if (ok) __atomic_store_n(&cu.loaded, 1, __ATOMIC_RELEASE);
         else har_log(HAR_LOG_WARN, "libcuda is loaded but lacks the driver calls har needs");
     }
@@ -132,6 +135,15 @@ void har_cuda_context_restore(void *ctx)
 
 const har_cu_device_api_t *har_cu_device_api(void) { return cuda_bind() ? &cu.dev : NULL; }
 
+int har_cuda_context_sms(void)
+{
+    CUexecAffinityParam aff;
+    if (!cuda_bind() || !cu.ctx_get_exec_affinity ||
+        cu.ctx_get_exec_affinity(&aff, CU_EXEC_AFFINITY_TYPE_SM_COUNT) != CUDA_SUCCESS)
+        return -1;
+    return (int)aff.param.smCount.val;
+}
+
 har_status_t har_mem_copy(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind, size_t bytes)
 {
     if (bytes == 0) return HAR_OK;
@@ -168,6 +180,7 @@ har_mem_kind_t har_mem_kind(const void *p, int *device)
 int har_cuda_loaded(void) { return 0; }
 int har_cuda_context_current(void) { return 0; }
 int har_cuda_context_for(int device) { (void)device; return 0; }
+int har_cuda_context_sms(void) { return -1; }
 void *har_cuda_context_save(void) { return NULL; }
 void har_cuda_context_restore(void *ctx) { (void)ctx; }
 har_status_t har_mem_copy(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind, size_t bytes)

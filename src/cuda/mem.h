@@ -34,6 +34,10 @@ HAR_HIDDEN int har_cuda_context_for(int device);
 HAR_HIDDEN void *har_cuda_context_save(void);
 HAR_HIDDEN void har_cuda_context_restore(void *ctx);
 
+/* Multiprocessors the calling thread's current context may use (fewer
+ * than the GPU has under an MPS limit), or -1 if the driver cannot say. */
+HAR_HIDDEN int har_cuda_context_sms(void);
+
 /* What the MPI underneath can do with device memory, after overrides. */
 HAR_HIDDEN int har_mpi_cuda_p2p(void);
 HAR_HIDDEN int har_mpi_cuda_reduce(void);
@@ -54,6 +58,7 @@ typedef struct {
     CUresult (*device_get_uuid)(CUuuid *, CUdevice);
     CUresult (*device_can_access_peer)(int *, CUdevice, CUdevice);
     CUresult (*device_get_pci_bus_id)(char *, int, CUdevice);
+    CUresult (*device_get_attribute)(int *, CUdevice_attribute, CUdevice);
 } har_cu_device_api_t;
 /* NULL unless libcuda is loaded and has them all. */
 HAR_HIDDEN const har_cu_device_api_t *har_cu_device_api(void);

@@ -77,9 +77,11 @@ har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
     int me = node->local_rank;
     MPI_Request req;
     har_status_t st = HAR_ST_INTERNAL;
+    int mps = 0;
     int ok = cu && cu->device_get(&dev, device) == CUDA_SUCCESS && cu->device_get_uuid(&uuid, dev) == CUDA_SUCCESS &&
              cu->device_get_name(name, sizeof name, dev) == CUDA_SUCCESS &&
-             cu->device_get_pci_bus_id(bus, sizeof bus, dev) == CUDA_SUCCESS;
+             cu->device_get_pci_bus_id(bus, sizeof bus, dev) == CUDA_SUCCESS &&
+             cu->device_get_attribute(&mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, dev) == CUDA_SUCCESS;
     if (ok) {
         memcpy(mine.uuid, uuid.bytes, 16);
         mine.name = hash(name);
@@ -100,6 +102,7 @@ har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
     for (int r = 0; r < gpu->nranks; r++) {
         memcpy(gpu->uuid[r], all[r].uuid, 16);
         for (int q = 0; q < r; q++) shared |= memcmp(all[q].uuid, all[r].uuid, 16) == 0;
+        gpu->same_gpu += memcmp(all[r].uuid, all[me].uuid, 16) == 0;
         if (r == me || !reach) continue;
         int peer = har_gpu_ordinal(all[r].uuid), can = peer == device;
         CUdevice peer_dev;
@@ -109,10 +112,10 @@ har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
         reach = peer >= 0 && can;
     }
     int link = !reach ? LINK_NONE : nvlink_active(bus) ? LINK_NVLINK : LINK_PCIE;
-    /* Agreed: the smallest reach and link; names equal iff min == max. */
-    uint64_t mine_facts[4] = {mine.name, ~mine.name, (uint64_t)reach, (uint64_t)link}, agree[4];
+    /* Agreed: the smallest reach, link and MPS; names equal iff min == max. */
+    uint64_t mine_facts[5] = {mine.name, ~mine.name, (uint64_t)reach, (uint64_t)link, (uint64_t)(ok && mps)}, agree[5];
     free(all);
-    st = har_node_exchange(node, PMPI_Iallreduce(mine_facts, agree, 4, MPI_UINT64_T, MPI_MIN, node->node_comm, &req),
+    st = har_node_exchange(node, PMPI_Iallreduce(mine_facts, agree, 5, MPI_UINT64_T, MPI_MIN, node->node_comm, &req),
                            &req, "device survey");
     if (st != HAR_OK) {
         har_gpu_release(gpu);
@@ -120,12 +123,14 @@ har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
     }
     gpu->shared_gpu = shared;
     gpu->reachable = (int)agree[2];
+    gpu->mps = (int)agree[4];
     har_class_word(name, word, sizeof word);
     if (agree[0] != ~agree[1]) snprintf(gpu->cls, sizeof gpu->cls, "mixed");
-    else snprintf(gpu->cls, sizeof gpu->cls, "%s/%s", word, shared ? "shared" : link_names[agree[3]]);
-    HAR_LOG(HAR_LOG_DEBUG, "device survey: GPU %d (%s, %s), local GPUs %s, class %s", device, name, bus,
+    else snprintf(gpu->cls, sizeof gpu->cls, "%s/%s", word,
+                  shared ? (gpu->mps ? "mps" : "shared") : link_names[agree[3]]);
+    HAR_LOG(HAR_LOG_DEBUG, "device survey: GPU %d (%s, %s), local GPUs %s, %s, class %s", device, name, bus,
             shared ? "shared between ranks" : gpu->reachable ? "reach each other" : "do not all reach each other",
-            gpu->cls);
+            gpu->mps ? "every context through MPS" : "not every context through MPS", gpu->cls);
     return HAR_OK;
 }
 #else

@@ -13,8 +13,12 @@ typedef struct {
     int device;                 /* this rank's GPU, as its buffers say (ordinal here) */
     int nranks;
     int shared_gpu;             /* some local ranks share a GPU (agreed) */
+    int same_gpu;               /* local ranks on this rank's GPU, itself included */
+    int mps;                    /* every local rank's contexts go through MPS (agreed) */
     int reachable;              /* every local rank sees every other's GPU and has peer access to it (agreed) */
-    char cls[HAR_CLASS_LEN];    /* "GPU_MODEL/link": link nvlink, pcie, none or shared; "mixed" if models differ */
+    /* "GPU_MODEL/link": link nvlink, pcie or none, or how ranks share GPUs:
+     * mps, or shared (time-sliced); "mixed" if models differ */
+    char cls[HAR_CLASS_LEN];
     unsigned char (*uuid)[16];  /* every local rank's GPU */
 } har_gpu_t;
 

@@ -100,6 +100,14 @@ har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s)
     return p;
 }
 
+int har_plan_grid(int per_sm, int ctx_sms, int gpu_sms, int clients, int max_blocks)
+{
+    if (per_sm <= 0 || ctx_sms <= 0 || gpu_sms <= 0 || clients <= 0) return 0;
+    long long own = (long long)per_sm * ctx_sms, shared = (long long)per_sm * gpu_sms / clients;
+    long long grid = own < shared ? own : shared;
+    return grid < max_blocks ? (int)grid : max_blocks;
+}
+
 size_t har_chunk_elems(size_t slot_bytes, size_t elem_size)
 {
     /* A chunk fills a slot; keep it a whole number of aligned units. */

@@ -55,6 +55,14 @@ HAR_HIDDEN har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s)
  * returns how many (at most 8). */
 HAR_HIDDEN int har_plan_candidates(const har_plan_in_t *in, const har_settings_t *s, unsigned *cand);
 
+/* The most blocks a device kernel of one rank may have so that the blocks
+ * of every rank that may share its GPU fit on it at once (each waits for
+ * the same block of its peers): `per_sm` blocks fit on a multiprocessor,
+ * the GPU has `gpu_sms` of them and this rank's context may use `ctx_sms`
+ * (fewer under an MPS limit), and `clients` ranks may run kernels on it.
+ * At most `max_blocks`; 0 when not even one block each fits. */
+HAR_HIDDEN int har_plan_grid(int per_sm, int ctx_sms, int gpu_sms, int clients, int max_blocks);
+
 /* Elements per pass through a slot of `slot_bytes`: whole 64-byte units. */
 HAR_HIDDEN size_t har_chunk_elems(size_t slot_bytes, size_t elem_size);
 /* Shard i of n elements split among `parts`: starts and lengths are

@@ -148,10 +148,10 @@ static int derive_tuning(int nfiles, char **files)
 
 /* ---- the report ----------------------------------------------------------- */
 
-/* The device class of this rank's GPU, surveyed as har does at a
- * communicator's first call on device buffers: loads the driver here (har
+/* This node's GPUs, surveyed as har does at a communicator's first call on
+ * device buffers (its class, shared GPUs, MPS): loads the driver here (har
  * itself never does), which makes no context. */
-static int device_class(MPI_Comm node, int local_rank, char *cls, size_t len)
+static int survey_gpus(MPI_Comm node, int local_rank, har_gpu_t *gpu)
 {
 #ifdef HAR_HAVE_CUDA
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
@@ -159,19 +159,15 @@ static int device_class(MPI_Comm node, int local_rank, char *cls, size_t len)
     int (*cu_count)(int *) = lib ? (int (*)(int *))dlsym(lib, "cuDeviceGetCount") : NULL;
     int n = 0, ok = cu_init && cu_count && cu_init(0) == 0 && cu_count(&n) == 0 && n > 0;
     PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    har_gpu_t gpu;
     har_node_t ctx;  /* the survey's exchanges need only these */
     memset(&ctx, 0, sizeof ctx);
     ctx.node_comm = node;
     ctx.notice_req = MPI_REQUEST_NULL;
     PMPI_Comm_rank(node, &ctx.local_rank);
     PMPI_Comm_size(node, &ctx.local_size);
-    if (!ok || har_gpu_survey(&ctx, local_rank % n, &gpu) != HAR_OK) return 0;
-    snprintf(cls, len, "%s", gpu.cls);
-    har_gpu_release(&gpu);
-    return 1;
+    return ok && har_gpu_survey(&ctx, local_rank % n, gpu) == HAR_OK;
 #else
-    (void)node; (void)local_rank; (void)cls; (void)len;
+    (void)node; (void)local_rank; (void)gpu;
     return 0;
 #endif
 }
@@ -180,11 +176,22 @@ static int device_class(MPI_Comm node, int local_rank, char *cls, size_t len)
 static void print_rows(const har_settings_t *s, const char *host_cls, int local_size, int nnodes, MPI_Comm node,
                        int local_rank)
 {
-    char dev_cls[HAR_CLASS_LEN] = "", text[256];
-    int have_dev = device_class(node, local_rank, dev_cls, sizeof dev_cls);
+    char text[256];
+    har_gpu_t gpu;
+    memset(&gpu, 0, sizeof gpu);
+    int have_dev = survey_gpus(node, local_rank, &gpu);
+    const char *dev_cls = gpu.cls, *pipe = getenv("CUDA_MPS_PIPE_DIRECTORY");
     printf("machine classes here (%d ranks per node, %d node(s)):\n", local_size, nnodes);
     printf("  host buffers: %s\n", host_cls);
     printf("  device buffers: %s\n", have_dev ? dev_cls : "(no GPU visible, or har built without CUDA)");
+    if (have_dev) {
+        /* Ranks sharing a GPU run the kernels side by side only under MPS. */
+        printf("GPUs of this node's %d ranks: %s; MPS %s (CUDA_MPS_PIPE_DIRECTORY=%s)\n", local_size,
+               gpu.shared_gpu ? "some ranks share a GPU" : "a GPU per rank",
+               gpu.mps ? "serves every rank's contexts" : "does not serve every rank's contexts",
+               pipe ? pipe : "unset: /tmp/nvidia-mps");
+        har_gpu_release(&gpu);
+    }
     printf("tuning table (HAR_TUNING=%s, %d rows; HAR_ALGO=%s):\n", HAR_CFG(tuning).s, s->ntune, HAR_CFG(algo).s);
     for (int i = 0; i < s->ntune; i++) {
         const har_tune_row_t *r = &s->tune[i];

@@ -3,7 +3,10 @@
 # on device memory for each way ranks can sit on GPUs and each start-up
 # order, each engine and its fallbacks, and memory-ordering stress. Skipped
 # (visibly) without CUDA or a GPU, unless HAR_TEST_REQUIRE_GPU=1 makes that
-# a failure.
+# a failure. Where an MPS server serves this process's contexts (as
+# scripts/gpu-run arranges), 3 to 9 ranks share one GPU through the
+# kernels; without one, ranks sharing a GPU time-slice and those cases are
+# skipped, visibly (HAR_TEST_REQUIRE_MPS=1 makes that a failure).
 . "$top_srcdir/tests/lib.sh"
 prog="$bin/gpu/check_allreduce_gpu"
 stress="$bin/gpu/stress"
@@ -27,14 +30,19 @@ echo "# $ngpu GPU(s), seed $seed"
 # Each rank sees only the GPU of its local rank, as some schedulers arrange.
 own_gpu='CUDA_VISIBLE_DEVICES=$(( ${OMPI_COMM_WORLD_LOCAL_RANK:-${MPI_LOCALRANKID:-0}} % '$ngpu' )) exec "$0" "$@"'
 have_nccl=0
-$mpi 1 "$top_builddir/har-info" > "$tmp/info" 2>&1
+$mpi 2 "$top_builddir/har-info" > "$tmp/info" 2>&1
 grep -q "NCCL: [0-9]" "$tmp/info" && [ "$ngpu" -ge 2 ] && have_nccl=1
+mps=0
+grep -q "MPS serves every rank" "$tmp/info" && mps=1
+echo "# MPS: $( [ $mps = 1 ] && echo "serves this job's contexts (${CUDA_MPS_PIPE_DIRECTORY:-/tmp/nvidia-mps})" || echo "not running")"
 # Without the kernels, the engine that serves device buffers of one GPU per rank.
 if [ $have_nccl = 1 ]; then no_ipc=nccl; no_ipc_types="$ncclops"; else no_ipc=host_segment; no_ipc_types=""; fi
 
-# With one GPU the kernel tests let ranks share it (HAR_IPC_SHARED_GPU=1):
-# correct but slow, as their kernels time-slice, so those runs are smaller.
-if [ "$ngpu" -ge 2 ]; then share=""; big=1; else share="HAR_IPC_SHARED_GPU=1"; big=0; fi
+# With one GPU the kernel tests let ranks share it: under MPS by default,
+# without it by HAR_IPC_SHARED_GPU=1 (correct but slow, as their kernels
+# time-slice, so those runs are smaller).
+if [ "$ngpu" -ge 2 ] || [ $mps = 1 ]; then share=""; big=1; else share="HAR_IPC_SHARED_GPU=1"; big=0; fi
+[ "$ngpu" -ge 2 ] || [ $mps = 1 ] || echo "# one GPU without MPS: the kernel cases time-slice, so they are sampled smaller"
 full="--counts $counts"; [ $big = 1 ] || full="--counts $counts --sample 6 --seed $seed"
 check "2 ranks on $ngpu GPU(s): matrix through the CUDA IPC kernels" \
     env $share HAR_REQUIRE_PATH=ipc $mpi 2 "$prog" --device $full $ktypes --no-mpi-cases --expect ipc
@@ -47,10 +55,49 @@ check "2 ranks: two-shot kernels forced" \
 check "2 ranks, 1 MiB device slots: chunked calls (sampled, seed $seed)" \
     env $share HAR_DEVICE_SLOT_BYTES=1M $mpi 2 "$prog" --device --counts 65537,300001,1000003 --sample 8 --seed $seed $ktypes --no-mpi-cases --expect ipc
 # (world and its duplicate only: a subset of ranks on separate GPUs may use IPC)
-check "3 ranks sharing GPUs: host segment (kernels would time-slice, NCCL refuses)" \
-    env HAR_REQUIRE_PATH=host_segment $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 6 --seed $seed --comms 2 --no-mpi-cases --expect host_segment
-check "3 ranks sharing GPUs, HAR_IPC_SHARED_GPU=1: kernels" \
-    env HAR_IPC_SHARED_GPU=1 HAR_REQUIRE_PATH=ipc $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 12 --seed $seed $ktypes --no-mpi-cases --expect ipc
+if [ $mps = 1 ]; then
+    check "3 ranks sharing GPUs under MPS, HAR_IPC_SHARED_GPU=0: host segment (NCCL refuses shared GPUs)" \
+        env HAR_IPC_SHARED_GPU=0 HAR_REQUIRE_PATH=host_segment $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 6 --seed $seed --comms 2 --no-mpi-cases --expect host_segment
+else
+    check "3 ranks sharing GPUs without MPS: host segment (kernels would time-slice, NCCL refuses)" \
+        env HAR_REQUIRE_PATH=host_segment $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 6 --seed $seed --comms 2 --no-mpi-cases --expect host_segment
+    check "3 ranks sharing GPUs without MPS, HAR_IPC_SHARED_GPU=1: kernels, and one warning" \
+        env HAR_IPC_SHARED_GPU=1 HAR_REQUIRE_PATH=ipc $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 12 --seed $seed $ktypes --no-mpi-cases --expect ipc
+    grep -q "HAR_IPC_SHARED_GPU=1 without MPS" "$tmp/out"
+    tap_result $? "HAR_IPC_SHARED_GPU=1 without MPS is warned about" "$tmp/out"
+fi
+# Several ranks on one GPU under MPS: the kernels of all of them run side by
+# side, and every block of every rank must be resident at once (the grid
+# the node agrees on); sizes past 1 MiB hung before that.
+if [ $mps = 0 ]; then
+    if [ "${HAR_TEST_REQUIRE_MPS:-0}" = 1 ]; then
+        tap_result 1 "MPS cases: HAR_TEST_REQUIRE_MPS=1 but no MPS server serves this job" "$tmp/info"
+    else
+        tap_skip "2, 3, 4, 8 and 9 ranks sharing one GPU through the kernels" "no MPS server (scripts/gpu-run starts one)"
+    fi
+else
+    mcounts=1,7,1000,65537,300001,1048577
+    for np in 2 3 4 8; do
+        check "$np ranks sharing a GPU under MPS: matrix through the kernels to 8 MiB (sampled, seed $seed)" \
+            env HAR_TIMEOUT=120 HAR_REQUIRE_PATH=ipc $mpi $np "$prog" --device --counts $mcounts --sample 5 --seed $seed $ktypes --no-mpi-cases --expect ipc
+    done
+    check "4 ranks under MPS, two-shot forced, 1 MiB device slots: chunks of many blocks" \
+        env HAR_TIMEOUT=120 HAR_DEVICE_ONE_SHOT_MAX=0 HAR_DEVICE_SLOT_BYTES=1M HAR_REQUIRE_PATH=ipc $mpi 4 "$prog" --device --counts 300001,4194305 --sample 3 --seed $seed $ktypes --no-mpi-cases --expect ipc,two_shot
+    check "8 ranks under MPS as 2 pretend nodes of 4: kernels, rails and the ring carry device data" \
+        env HAR_TIMEOUT=120 HAR_NODE_SIZE=4 $mpi 8 "$prog" --device --counts $mcounts --sample 6 --seed $seed $ktypes --comms 2 --no-mpi-cases --expect ipc,rails,ring
+    for np in 4 8; do
+        check "stress, $np ranks under MPS: 5000 calls, random sizes and delays, every result checked" \
+            env HAR_TIMEOUT=120 HAR_REQUIRE_PATH=ipc $mpi $np "$stress" --iters 5000 --seed $seed --expect ipc
+    done
+    check "stress, 4 ranks under MPS beside a kernel holding half the GPU for 2 s twice: no hang" \
+        env HAR_TIMEOUT=60 HAR_REQUIRE_PATH=ipc $mpi 4 "$stress" --iters 400 --seed $seed --expect ipc --hog 2
+    # A ninth local rank is past the kernels' ceiling (HAR_DEV_MAX_RANKS 8):
+    # NCCL where each rank has a GPU of its own, else the host segment.
+    check "9 ranks sharing a GPU under MPS: past the kernels' 8, the host segment" \
+        env HAR_VERBOSE=2 HAR_REQUIRE_PATH=host_segment $mpi 9 "$prog" --device --counts 1,65537 --sample 8 --seed $seed --comms 1 --no-mpi-cases --expect host_segment
+    grep -q "CUDA IPC engine: more than 8 local ranks" "$tmp/out"
+    tap_result $? "9 ranks: HAR_VERBOSE=2 says why the kernels do not serve" "$tmp/out"
+fi
 if [ "$ngpu" -ge 2 ]; then
     check "2 ranks whose buffers are on the other GPU than the current one: the kernels, on the buffers' GPUs" \
         env HAR_REQUIRE_PATH=ipc $mpi 2 "$prog" --device --other-gpu --counts 1,1000,65537 --sample 3 --seed $seed $ktypes --no-mpi-cases --expect ipc

@@ -82,7 +82,7 @@ int main()
                     }
                 }
                 epoch += 2;
-                int blocks = har_dev_blocks(bytes);
+                int blocks = har_dev_blocks(bytes, HAR_DEV_MAX_BLOCKS);
                 CHECK((cudaError_t)har_dev_launch(&a[0], blocks, s[0]));
                 CHECK((cudaError_t)har_dev_launch(&a[1], blocks, s[1]));
             }

@@ -1,10 +1,16 @@
 /* Memory-ordering stress on device buffers: many back-to-back all-reduces of
  * random sizes, random delays before some ranks' calls, every result
  * checked exactly (small integers in floats, so sums are exact).
- *   stress [--iters N] [--seed S] [--expect PATH]... [--host-first]
+ *   stress [--iters N] [--seed S] [--expect PATH]... [--host-first] [--hog SECONDS]
  * --host-first: a host all-reduce on the world before the GPU is picked, and
  * one device all-reduce not counted (the node learns of CUDA during it).
- *   stress --probe   exit 0 with a GPU, 77 without (1 if HAR_TEST_REQUIRE_GPU=1) */
+ * --hog S: at the first call and half-way, rank 0 starts a kernel of its own
+ * that holds half the GPU's multiprocessors for S seconds (tests/gpu/hog.cu),
+ * as an application's work on another stream can: the calls meanwhile must
+ * wait for it and then finish, not hang.
+ *   stress --probe   exit 0 if a GPU is visible and this process can use it
+ *                    (a context, an allocation: a broken MPS server fails
+ *                    here), 77 if none is visible (1 if HAR_TEST_REQUIRE_GPU=1) */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include "har.h"
+#include "hog.h"
 
 static uint64_t next(uint64_t *s)
 {
@@ -28,12 +35,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "stress: no GPU visible\n");
         return req && atoi(req) ? 1 : 77;
     }
-    if (argc > 1 && !strcmp(argv[1], "--probe")) return 0;
+    if (argc > 1 && !strcmp(argv[1], "--probe")) {
+        void *p = NULL;
+        cudaError_t e = cudaMalloc(&p, 1 << 20);
+        if (e == cudaSuccess) e = cudaMemset(p, 0, 1 << 20);
+        if (e == cudaSuccess) e = cudaDeviceSynchronize();
+        if (e != cudaSuccess) fprintf(stderr, "stress: the GPU is visible but unusable: %s\n", cudaGetErrorString(e));
+        return e == cudaSuccess ? 0 : 1;
+    }
     long iters = 100000;
     uint64_t seed = 1;
     int expect[4], nexpect = 0, host_first = 0;
+    double hog = 0;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--host-first")) host_first = 1;
+        else if (a + 1 < argc && !strcmp(argv[a], "--hog")) hog = atof(argv[++a]);
         else if (a + 1 < argc && !strcmp(argv[a], "--iters")) iters = atol(argv[++a]);
         else if (a + 1 < argc && !strcmp(argv[a], "--seed")) seed = strtoull(argv[++a], NULL, 10);
         else if (a + 1 < argc && !strcmp(argv[a], "--expect") && nexpect < 4)
@@ -52,8 +68,11 @@ int main(int argc, char **argv)
     }
     cudaSetDevice(local % ndev);
     const int max_n = 1 << 18;
-    float *host = malloc(max_n * sizeof *host), *dev;
-    cudaMalloc((void **)&dev, max_n * sizeof *dev);
+    float *host = malloc(max_n * sizeof *host), *dev = NULL;
+    if (cudaMalloc((void **)&dev, max_n * sizeof *dev) != cudaSuccess) {
+        fprintf(stderr, "stress: rank %d: cudaMalloc failed\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     uint64_t shared = seed, mine = seed ^ (uint64_t)(rank + 1) * 0x51ed27;
     long bad = 0;
     if (host_first) {
@@ -71,6 +90,10 @@ int main(int argc, char **argv)
         /* Sizes from a sequence every rank shares; delays from its own. */
         int n = 1 + (int)(next(&shared) % (next(&shared) % 8 == 0 ? max_n : 4096));  /* up to 1 MiB */
         int tag = (int)(it % 1000);
+        if (hog > 0 && rank == 0 && (it == 0 || it == iters / 2) && hog_start(0.5, hog) < 0) {
+            fprintf(stderr, "stress: the hog kernel could not start\n");
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
         for (int i = 0; i < n; i++) host[i] = (float)((i + rank + tag) % 7);
         cudaMemcpy(dev, host, (size_t)n * sizeof *host, cudaMemcpyHostToDevice);
         uint64_t r = next(&mine);

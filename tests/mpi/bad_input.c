@@ -22,8 +22,11 @@ int main(int argc, char **argv)
     else if (!strcmp(what, "comm")) rc = MPI_Allreduce(in, out, 4, MPI_INT, MPI_SUM, MPI_COMM_NULL);
     else if (!strcmp(what, "op-type")) rc = MPI_Allreduce(in, out, 4, MPI_DOUBLE, MPI_BAND, MPI_COMM_WORLD);
     else if (!strcmp(what, "alias")) rc = MPI_Allreduce(in, in, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    /* A failed allocation handed on: the MPI's own answer (an error, or a crash). */
+    else if (!strcmp(what, "null-send")) rc = MPI_Allreduce(NULL, out, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    else if (!strcmp(what, "null-recv")) rc = MPI_Allreduce(in, NULL, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     else {
-        fprintf(stderr, "usage: bad_input count|datatype|op|comm|op-type|alias\n");
+        fprintf(stderr, "usage: bad_input count|datatype|op|comm|op-type|alias|null-send|null-recv\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);

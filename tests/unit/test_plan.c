@@ -11,6 +11,8 @@
  * har_tune_parse/lookup: the row format, machine classes, bad lines.
  * har_tune_derive: the rule that makes rows from measurements, on noise,
  * clear winners, dropped candidates and the committed style of data.
+ * har_plan_grid: the kernels' grid never asks more blocks of a GPU than fit
+ * at once, over every rank that may share it.
  *
  * Usage: test_plan [SEED]. Exit 0 on success, 1 on failure. */
 #include <inttypes.h>
@@ -323,6 +325,38 @@ static void check_derive(void)
     CHECK(n == 1 && rows[0].choice == HOST2, "a failed candidate won");
 }
 
+/* ---- the kernels' grid ------------------------------------------------------ */
+
+/* Every client of a GPU running the grid at once must fit on it, and on
+ * the multiprocessors this context may use; the grid is as large as that
+ * allows, up to the cap. The numbers are the H200's (132 multiprocessors,
+ * one block of the kernels each) and others around them. */
+static void check_grid(void)
+{
+    static const int per_sms[] = {0, 1, 2, 3}, sms[] = {1, 2, 7, 66, 108, 132}, clients[] = {0, 1, 2, 3, 4, 8, 9,
+                                                                                             132, 133, 300};
+    for (size_t a = 0; a < sizeof per_sms / sizeof *per_sms; a++)
+        for (size_t g = 0; g < sizeof sms / sizeof *sms; g++)
+            for (size_t x = 0; x <= g; x++)  /* a context's share: never more than the GPU has */
+                for (size_t c = 0; c < sizeof clients / sizeof *clients; c++)
+                    for (int cap = 1; cap <= 64; cap *= 4) {
+                        int per_sm = per_sms[a], gpu = sms[g], ctx = sms[x], n = clients[c];
+                        int grid = har_plan_grid(per_sm, ctx, gpu, n, cap);
+                        long long fit = (long long)per_sm * gpu;
+                        CHECK(grid >= 0 && grid <= cap, "grid %d outside 0..%d", grid, cap);
+                        CHECK((long long)grid * n <= fit && grid <= per_sm * ctx,
+                              "per_sm %d, %d of %d SMs, %d clients: grid %d does not fit", per_sm, ctx, gpu, n, grid);
+                        if (n > 0 && grid < cap)  /* one more block each would not fit */
+                            CHECK((long long)(grid + 1) * n > fit || grid + 1 > per_sm * ctx,
+                                  "per_sm %d, %d of %d SMs, %d clients: grid %d could be larger", per_sm, ctx, gpu, n,
+                                  grid);
+                    }
+    /* The case that hung: 4 ranks on one H200, at most 33 blocks each. */
+    CHECK(har_plan_grid(1, 132, 132, 4, 64) == 33, "4 ranks on an H200: grid %d", har_plan_grid(1, 132, 132, 4, 64));
+    CHECK(har_plan_grid(1, 132, 132, 8, 64) == 16, "8 ranks on an H200: grid %d", har_plan_grid(1, 132, 132, 8, 64));
+    CHECK(har_plan_grid(1, 132, 132, 1, 64) == 64, "one rank on an H200: grid %d", har_plan_grid(1, 132, 132, 1, 64));
+}
+
 int main(int argc, char **argv)
 {
     uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
@@ -358,6 +392,7 @@ int main(int argc, char **argv)
             }
     check_table();
     check_derive();
+    check_grid();
     har_config_load(0);
     har_settings_t env;
     har_settings_from(&har_cfg, &env);
