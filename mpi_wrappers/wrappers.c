@@ -7,14 +7,14 @@
 HAR_EXPORT int MPI_Init(int *argc, char ***argv)
 {
     int rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS) har_init();
+    if (rc == MPI_SUCCESS) har_init(1);
     return rc;
 }
 
 HAR_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS) har_init();
+    if (rc == MPI_SUCCESS) har_init(1);
     return rc;
 }
 

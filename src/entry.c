@@ -19,6 +19,7 @@ static int initialized, finalized, world_rank;
 static int error_codes[HAR_ERR_COUNT];
 static __thread int inside_har;  /* re-entry guard: MPI calling MPI_Allreduce from inside har */
 static int algo_override = -1;   /* har_set_algo's mask; -1: HAR_ALGO decides */
+static int at_mpi_init;          /* init runs inside MPI_Init, where collectives over the world are safe */
 static const char *const error_messages[] = {
 #define HAR_ERROR_MSG(id, msg) msg,
     HAR_ERROR_LIST(HAR_ERROR_MSG)
@@ -75,19 +76,23 @@ static void init(void)
         PMPI_Add_error_string(cls, (char *)error_messages[e]);
     }
     har_mem_init();
-    har_node_init();
+    har_node_init(__atomic_load_n(&at_mpi_init, __ATOMIC_RELAXED));
     har_comm_init();
 #ifdef HAR_TEST_HOOKS
     har_test_set_rank(world_rank);
 #endif
-    HAR_LOG(HAR_LOG_DEBUG, "har %s on %s, MPI device memory: p2p %d reduce %d", HAR_VERSION_STRING, mpi_flavour(),
-            har_mpi_cuda_p2p(), har_mpi_cuda_reduce());
+    HAR_LOG(HAR_LOG_DEBUG, "har %s on %s, MPI device memory: p2p %d reduce %d, %d ranks of the job on this machine",
+            HAR_VERSION_STRING, mpi_flavour(), har_mpi_cuda_p2p(), har_mpi_cuda_reduce(), har_machine_ranks());
     __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
 }
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
-void har_init(void) { pthread_once(&init_once, init); }
+void har_init(int from_mpi_init)
+{
+    if (from_mpi_init) __atomic_store_n(&at_mpi_init, 1, __ATOMIC_RELAXED);
+    pthread_once(&init_once, init);
+}
 
 static void print_counters(void)
 {
@@ -187,7 +192,7 @@ int har_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MP
         int up = 0;
         PMPI_Initialized(&up);
         if (!up) return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);  /* the MPI reports it */
-        har_init();
+        har_init(0);
     }
     inside_har = 1;
     unsigned paths = HAR_BIT(SEEN);

@@ -5,8 +5,10 @@
 #include "core/common.h"
 
 /* After the MPI's own initialisation: reads the configuration, registers
- * har's error classes. Safe to call more than once. */
-HAR_HIDDEN void har_init(void);
+ * har's error classes, and (`from_mpi_init`: inside MPI_Init, where every
+ * rank of the world is) counts the job's ranks per machine. Safe to call
+ * more than once. */
+HAR_HIDDEN void har_init(int from_mpi_init);
 /* Before the MPI's own finalisation: releases every communicator's state. */
 HAR_HIDDEN void har_finalize(void);
 

@@ -32,7 +32,6 @@ typedef struct har_node {
     int local_rank, local_size, node, nnodes;
     int uniform;                    /* every node holds local_size ranks: rails; else leader mode */
     int cores;                      /* this rank's share of the cores it may run on, at set-up (at least 1) */
-    int machine_ranks;              /* ranks of the communicator on this machine (same boot id), this node's included */
     MPI_Comm node_comm, rail_comm, leader_comm;  /* MPI_COMM_NULL where unused */
     const har_settings_t *set;      /* rank 0's */
     har_seg_t seg;                  /* the host segment: control lines and slots */
@@ -53,8 +52,15 @@ typedef struct har_node {
 } har_node_t;
 
 /* At MPI_Init: notes the launcher (the parent process), to tell later
- * whether it is gone. */
-HAR_HIDDEN void har_node_init(void);
+ * whether it is gone, and counts the job's ranks on this machine (`census`:
+ * collective over MPI_COMM_WORLD, which only MPI_Init's wrapper may do). */
+HAR_HIDDEN void har_node_init(int census);
+/* MPI_COMM_WORLD's ranks on this machine (the kernel's boot id: hosts made
+ * of namespaces on one machine count as one), this one included; 0 if not
+ * counted (MPI was initialised through an entry point har does not wrap).
+ * Any of them may share this rank's GPU: device engines size their grids
+ * by it. */
+HAR_HIDDEN int har_machine_ranks(void);
 
 /* Waits for every local rank to finish the step this rank just finished. */
 HAR_HIDDEN har_status_t har_node_wait_all(har_node_t *node, const char *step);

@@ -241,48 +241,11 @@ void har_host_class(int cores_per_rank, char *out, size_t len)
     snprintf(out, len, "%s/%d", cpu_model, cores_per_rank);
 }
 
-/* This machine, as the kernel's boot id names it: the same for every
- * process on one machine, whatever its namespaces (hosts made of
- * namespaces share GPUs), and different on every other machine. */
-static uint64_t machine_id(void)
-{
-    char text[64] = "";
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (!f || !fgets(text, sizeof text, f)) snprintf(text, sizeof text, "%s", har_host());
-    if (f) fclose(f);
-    uint64_t h = 1469598103934665603ull;
-    for (const char *s = text; *s && *s != '\n'; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-/* Leaders only: how many ranks of the communicator run on this machine,
- * over every node on it (pretend nodes, hosts made of namespaces). Device
- * engines size their grids by it: ranks on one machine may share a GPU. */
-static har_status_t machine_census(har_node_t *node, MPI_Comm leaders, int *machine_ranks)
-{
-    typedef struct { uint64_t machine; int ranks, unused; } entry_t;
-    int nleaders = 0;
-    PMPI_Comm_size(leaders, &nleaders);
-    entry_t mine = {machine_id(), node->local_size, 0}, *all = calloc((size_t)nleaders, sizeof *all);
-    MPI_Request req;
-    har_status_t st = HAR_ST_INTERNAL;
-    if (all)
-        st = har_node_exchange(node, PMPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine,
-                                                     MPI_BYTE, leaders, &req), &req, "set-up");
-    else
-        har_node_fail(node, st, -1, "set-up");
-    *machine_ranks = 0;
-    for (int i = 0; st == HAR_OK && i < nleaders; i++)
-        if (all[i].machine == mine.machine) *machine_ranks += all[i].ranks;
-    free(all);
-    return st;
-}
-
 /* Who every local rank is, and the node's place: one exchange. */
 static har_status_t node_table(har_comm_t *c, MPI_Comm leaders)
 {
     har_node_t *node = &c->node;
-    typedef struct { har_peer_t peer; int node, nnodes, cores, machine_ranks; } entry_t;
+    typedef struct { har_peer_t peer; int node, nnodes, cores; } entry_t;
     entry_t mine, *all = calloc((size_t)node->local_size, sizeof *all);
     struct stat ns;
     cpu_set_t set;
@@ -294,11 +257,6 @@ static har_status_t node_table(har_comm_t *c, MPI_Comm leaders)
     if (leaders != MPI_COMM_NULL) {
         PMPI_Comm_rank(leaders, &mine.node);
         PMPI_Comm_size(leaders, &mine.nnodes);
-        har_status_t st = machine_census(node, leaders, &mine.machine_ranks);
-        if (st != HAR_OK) {
-            free(all);
-            return st;
-        }
     }
     int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
     mine.cores = node->cores = cores / node->local_size > 1 ? cores / node->local_size : 1;
@@ -313,7 +271,6 @@ static har_status_t node_table(har_comm_t *c, MPI_Comm leaders)
         for (int r = 0; r < node->local_size; r++) node->peers[r] = all[r].peer;
         node->node = all[0].node;
         node->nnodes = all[0].nnodes;
-        node->machine_ranks = all[0].machine_ranks;
         har_host_class(all[0].cores, c->host_cls, sizeof c->host_cls);
     } else if (st == HAR_ST_INTERNAL) {
         har_node_fail(node, st, -1, "set-up");
@@ -404,10 +361,10 @@ static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
                     "this communicator's all-reduces go to the MPI");
         return HAR_OK;
     }
-    HAR_LOG(HAR_LOG_DEBUG, "communicator of %d ranks: node %d of %d, local rank %d of %d, %s, %d ranks on this "
-            "machine, segment %zu bytes, host class %s", node->size, node->node, node->nnodes, node->local_rank,
-            node->local_size, node->nnodes == 1 ? "one node" : node->uniform ? "rails" : "leader",
-            node->machine_ranks, har_seg_bytes(node->local_size, slot), c->host_cls);
+    HAR_LOG(HAR_LOG_DEBUG, "communicator of %d ranks: node %d of %d, local rank %d of %d, %s, segment %zu bytes, "
+            "host class %s", node->size, node->node, node->nnodes, node->local_rank, node->local_size,
+            node->nnodes == 1 ? "one node" : node->uniform ? "rails" : "leader",
+            har_seg_bytes(node->local_size, slot), c->host_cls);
     return HAR_OK;
 }
 

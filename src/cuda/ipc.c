@@ -113,9 +113,11 @@ static int safe_grid(const har_node_t *node, const har_gpu_t *gpu, char *why, si
         return 0;
     }
     if (ctx_sms <= 0 || ctx_sms > gpu_sms) ctx_sms = gpu_sms;
-    /* This node's ranks on the GPU, and every rank of the communicator on
-     * other nodes of this machine, which may use it too. */
-    int clients = gpu->same_gpu + node->machine_ranks - node->local_size;
+    /* This node's ranks on the GPU, and every other rank of the job on this
+     * machine (other communicators, other nodes: pretend ones, hosts made of
+     * namespaces), whose GPUs this node cannot know. Without that count
+     * (MPI initialised behind har's back), this node's ranks on the GPU. */
+    int job = har_machine_ranks(), clients = gpu->same_gpu + (job > node->local_size ? job - node->local_size : 0);
     int grid = har_plan_grid(per_sm, ctx_sms, gpu_sms, clients, HAR_DEV_MAX_BLOCKS);
     if (grid < 1)
         snprintf(why, why_len, "%d ranks may share a GPU where %d blocks fit at once", clients, per_sm * gpu_sms);

@@ -50,6 +50,12 @@ check "np 6 as nodes of 4+2: leader mode, sampled (seed $seed)" \
     env HAR_NODE_SIZE=4 $mpi 6 "$prog" --counts $counts --sample 25 --seed "$seed" --expect leader,ring --comms 2
 check "np 8 as nodes of 4: rails, sampled (seed $seed)" \
     env HAR_NODE_SIZE=4 $mpi 8 "$prog" --counts $counts --sample 25 --seed "$seed" --expect rails,ring --comms 2
+# Device engines size their kernels by the job's ranks on each machine
+# (any may share a GPU): counted at MPI_Init over the world, pretend nodes
+# and every communicator alike.
+env HAR_VERBOSE=2 HAR_NODE_SIZE=2 $mpi 4 "$prog" --counts 7 --sample 100 --seed "$seed" --comms 2 --no-mpi-cases > "$tmp/out" 2>&1
+[ "$(grep -c '4 ranks of the job on this machine' "$tmp/out")" = 4 ]
+tap_result $? "np 4 as 2 nodes of 2: every rank counts the job's 4 ranks on this machine" "$tmp/out"
 check "np 6 one node: sampled (seed $seed)" \
     $mpi 6 "$prog" --counts $counts --sample 25 --seed "$seed" --expect host_segment
 done_testing
