@@ -58,26 +58,33 @@ HAR_API int har_path_from_name(const char *name);
 HAR_API void har_counters(unsigned long long counts[HAR_PATH_COUNT]);
 HAR_API void har_counters_reset(void);
 
-/* har's own error conditions. har_error_code() gives the MPI error code that
- * carries each (registered with MPI_Add_error_class at MPI_Init). Ranks that
- * call MPI_Allreduce with different counts or datatypes get MPI_ERR_TRUNCATE,
- * and with different ops MPI_ERR_OP, as from the MPIs themselves. */
-#define HAR_ERROR_LIST(X)                                                        \
-    X(PEER_DEAD, "har: a peer process of this communicator died during an all-reduce") \
-    X(TIMEOUT, "har: a peer did not arrive within HAR_TIMEOUT")                \
-    X(PEER_FAILED, "har: a peer of this communicator reported a failure")      \
-    X(WRONG_PATH, "har: call not served by the path HAR_REQUIRE_PATH demands") \
-    X(CUDA, "har: a CUDA call failed while moving device memory")              \
-    X(INTERNAL, "har: an MPI call inside har failed, or memory ran out")       \
-    X(CHECK, "har: HAR_CHECK found data that changed between writer and reader, or ranks with different results")
+/* Every way a call har serves can fail, once: X(id, class, what the rank at
+ * fault did, message). Ranks whose calls differ get the class the MPIs
+ * give (MPI_ERR_TRUNCATE for another count or datatype, MPI_ERR_OP for
+ * another op); the others are har's own classes (class 0 here), added with
+ * MPI_Add_error_class at MPI_Init and named by MPI_Error_string. */
+#define HAR_ERROR_LIST(X)                                                                                    \
+    X(TRUNCATE, MPI_ERR_TRUNCATE, "called MPI_Allreduce with another count or datatype",                     \
+      "har: ranks called MPI_Allreduce with different counts or datatypes")                                  \
+    X(OP, MPI_ERR_OP, "called MPI_Allreduce with another op", "har: ranks called MPI_Allreduce with different ops") \
+    X(PEER_DEAD, 0, "died", "har: a peer process of this communicator died during an all-reduce")           \
+    X(TIMEOUT, 0, "did not come within HAR_TIMEOUT", "har: a peer did not arrive within HAR_TIMEOUT")        \
+    X(PEER_FAILED, 0, "failed", "har: a peer of this communicator reported a failure")                      \
+    X(WRONG_PATH, 0, "was served by another path", "har: call not served by the path HAR_REQUIRE_PATH demands") \
+    X(CUDA, 0, "had a CUDA call fail", "har: a CUDA call failed while moving device memory")                 \
+    X(INTERNAL, 0, "had an MPI call inside har fail", "har: an MPI call inside har failed, or memory ran out") \
+    X(CHECK, 0, "wrote data that a reader found changed, or got another result (HAR_CHECK)",                 \
+      "har: HAR_CHECK found data that changed between writer and reader, or ranks with different results")
 
 typedef enum {
-#define HAR_ERROR_ENUM(id, msg) HAR_ERR_##id,
+    HAR_SUCCESS = 0,
+#define HAR_ERROR_ENUM(id, cls, did, msg) HAR_ERR_##id,
     HAR_ERROR_LIST(HAR_ERROR_ENUM)
 #undef HAR_ERROR_ENUM
     HAR_ERR_COUNT
 } har_error_t;
 
+/* The MPI error code that carries `err` (MPI_SUCCESS for HAR_SUCCESS). */
 HAR_API int har_error_code(har_error_t err);
 
 /* Forces how later all-reduces in this process are served, as HAR_ALGO does.

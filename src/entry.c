@@ -16,15 +16,9 @@
 
 static unsigned long long counters[HAR_PATH_COUNT];
 static int initialized, finalized, world_rank;
-static int error_codes[HAR_ERR_COUNT];
 static __thread int inside_har;  /* re-entry guard: MPI calling MPI_Allreduce from inside har */
 static int algo_override = -1;   /* har_set_algo's mask; -1: HAR_ALGO decides */
 static int at_mpi_init;          /* init runs inside MPI_Init, where collectives over the world are safe */
-static const char *const error_messages[] = {
-#define HAR_ERROR_MSG(id, msg) msg,
-    HAR_ERROR_LIST(HAR_ERROR_MSG)
-#undef HAR_ERROR_MSG
-};
 
 const char *har_version(void) { return HAR_VERSION_STRING; }
 
@@ -36,21 +30,6 @@ void har_counters(unsigned long long counts[HAR_PATH_COUNT])
 void har_counters_reset(void)
 {
     for (int p = 0; p < HAR_PATH_COUNT; p++) __atomic_store_n(&counters[p], 0, __ATOMIC_RELAXED);
-}
-
-int har_error_code(har_error_t err)
-{
-    return (unsigned)err < HAR_ERR_COUNT && error_codes[err] ? error_codes[err] : MPI_ERR_OTHER;
-}
-
-int har_status_code(har_status_t st)
-{
-    switch (st) {
-    case HAR_OK: return MPI_SUCCESS;
-    case HAR_ST_TRUNCATE: return MPI_ERR_TRUNCATE;
-    case HAR_ST_OP: return MPI_ERR_OP;
-    default: return har_error_code((har_error_t)(st - 1));
-    }
 }
 
 static const char *mpi_flavour(void)
@@ -69,12 +48,7 @@ static void init(void)
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     har_log_set_rank(world_rank);
     har_config_load(world_rank == 0);
-    for (int e = 0; e < HAR_ERR_COUNT; e++) {
-        int cls;
-        if (PMPI_Add_error_class(&cls) != MPI_SUCCESS) break;
-        error_codes[e] = cls;  /* a class is also a valid code */
-        PMPI_Add_error_string(cls, (char *)error_messages[e]);
-    }
+    har_status_init();
     har_mem_init();
     har_node_init(__atomic_load_n(&at_mpi_init, __ATOMIC_RELAXED));
     har_comm_init();
@@ -134,9 +108,9 @@ static int forward(const har_call_t *call, const void *sbuf, void *rbuf, int cou
         return PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM), MPI_ERR_NO_MEM;
     }
     har_status_t st = har_mem_copy(host, HAR_MEM_HOST, call->in + lb, call->in_kind, bytes);
-    rc = st == HAR_OK ? PMPI_Allreduce(MPI_IN_PLACE, host - lb, count, type, op, comm) : har_status_code(st);
+    rc = st == HAR_OK ? PMPI_Allreduce(MPI_IN_PLACE, host - lb, count, type, op, comm) : har_error_code(st);
     if (rc == MPI_SUCCESS && (st = har_mem_copy((char *)rbuf + lb, call->out_kind, host, HAR_MEM_HOST, bytes)) != HAR_OK)
-        rc = har_status_code(st);
+        rc = har_error_code(st);
     har_stage_put(host);
     if (st != HAR_OK) PMPI_Comm_call_errhandler(comm, rc);
     return rc;
@@ -195,6 +169,7 @@ int har_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MP
         har_init(0);
     }
     inside_har = 1;
+    har_note_clear();
     unsigned paths = HAR_BIT(SEEN);
     har_call_t call;
     har_plan_t plan = {.engine = HAR_PATH_MPI};
@@ -212,7 +187,7 @@ int har_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MP
     } else {
         paths |= plan.paths;
         if (st != HAR_OK) st = har_comm_fail(c, st);
-        rc = har_status_code(st);
+        rc = har_error_code(st);
         if (st != HAR_OK) PMPI_Comm_call_errhandler(comm, rc);
     }
     for (int p = 0; p < HAR_PATH_COUNT; p++)

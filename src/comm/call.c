@@ -70,11 +70,9 @@ static har_status_t compare(har_node_t *node, uint64_t no)
         har_status_t st = har_arrival_differs(first, a);
         if (st == HAR_OK) continue;
         char t0[96], t1[96];
-        if (node->local_rank == 0 || node->local_rank == r)  /* said by the two ranks concerned */
-            har_log(HAR_LOG_ERROR, "MPI_Allreduce differs between ranks: rank %d (world rank %d) %s, rank %d (world "
-                    "rank %d) %s", node->peers[0].comm_rank, node->peers[0].world_rank,
-                    har_arrival_text(first, t0, sizeof t0), node->peers[r].comm_rank, node->peers[r].world_rank,
-                    har_arrival_text(a, t1, sizeof t1));
+        har_note("MPI_Allreduce differs between ranks: rank %d (world rank %d) %s, rank %d (world rank %d) %s",
+                 node->peers[0].comm_rank, node->peers[0].world_rank, har_arrival_text(first, t0, sizeof t0),
+                 node->peers[r].comm_rank, node->peers[r].world_rank, har_arrival_text(a, t1, sizeof t1));
         har_node_fail(node, st, r, "arrival");
         return st;
     }
@@ -149,7 +147,7 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
          * be about it (a rank on another node found its arguments differ),
          * and har_comm_fail tells by the number. */
         node->call = c->calls++;
-        return HAR_ST_PEER_FAILED;
+        return HAR_ERR_PEER_FAILED;
     }
     memset(plan, 0, sizeof *plan);
     plan->engine = HAR_PATH_MPI;
@@ -196,7 +194,7 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
         *plan = har_plan(&in, &c->set);
         if (plan->engine == HAR_PATH_MPI || c->eng[plan->engine].state == HAR_ENGINE_ON) return HAR_OK;
         setup(c, plan->engine, &agreed);  /* on or off now, so the loop ends */
-        if (har_node_failed(node)) return HAR_ST_PEER_FAILED;  /* its exchanges failed (recorded) */
+        if (har_node_failed(node)) return HAR_ERR_PEER_FAILED;  /* its exchanges failed (recorded) */
     }
 }
 
@@ -206,7 +204,7 @@ static har_status_t compare_results(har_comm_t *c, const har_call_t *call)
 {
     har_node_t *node = &c->node;
     char *host = call->out_kind == HAR_MEM_HOST ? call->out : har_stage_get(call->bytes);
-    if (!host) return HAR_ST_INTERNAL;
+    if (!host) return HAR_ERR_INTERNAL;
     har_status_t st = host == call->out ? HAR_OK : har_mem_copy(host, HAR_MEM_HOST, call->out, call->out_kind,
                                                                 call->bytes);
     uint64_t sum = st == HAR_OK ? har_check_sum(host, call->bytes, 0) : 0;
@@ -221,19 +219,17 @@ static har_status_t compare_results(har_comm_t *c, const har_call_t *call)
     /* Some result differs: who? Every rank takes part, as every rank saw it. */
     struct { uint64_t sum; int world; } me = {sum, node->peers[node->local_rank].world_rank}, *all;
     if (!(all = malloc((size_t)node->size * sizeof *all))) {
-        har_node_fail(node, HAR_ST_INTERNAL, -1, "check");
-        return HAR_ST_INTERNAL;
+        har_node_fail(node, HAR_ERR_INTERNAL, -1, "check");
+        return HAR_ERR_INTERNAL;
     }
     st = har_node_exchange(node, PMPI_Iallgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, node->comm,
                                                  &req), &req, "check");
     if (st == HAR_OK) {
         int odd = 1;
         while (odd < node->size && all[odd].sum == all[0].sum) odd++;
-        if (node->rank == 0 || node->rank == odd)
-            har_log(HAR_LOG_ERROR, "HAR_CHECK: call %llu: the result of rank %d (world rank %d) differs from rank 0's",
-                    (unsigned long long)node->call, odd, all[odd].world);
-        har_node_blame(node, HAR_ST_CHECK, odd, all[odd].world, "?", "results");
-        st = HAR_ST_CHECK;
+        har_note("HAR_CHECK: the result of rank %d (world rank %d) differs from rank 0's", odd, all[odd].world);
+        har_node_blame(node, HAR_ERR_CHECK, odd, all[odd].world, "?", "results");
+        st = HAR_ERR_CHECK;
     }
     free(all);
     return st;
@@ -279,8 +275,8 @@ har_status_t har_comm_fail(har_comm_t *c, har_status_t st)
     /* Ranks that stopped for another rank's differing call get, for that
      * call, the class the MPI gives for it, like the ranks that found it. */
     const har_failure_t *why = har_node_record(&c->node);
-    if (st == HAR_ST_PEER_FAILED && why && why->call == c->node.call &&
-        (why->status == HAR_ST_TRUNCATE || why->status == HAR_ST_OP))
+    if (st == HAR_ERR_PEER_FAILED && why && why->call == c->node.call &&
+        (why->status == HAR_ERR_TRUNCATE || why->status == HAR_ERR_OP))
         return (har_status_t)why->status;
     return st;
 }

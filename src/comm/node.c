@@ -60,26 +60,12 @@ static int pid_alive(const har_node_t *node, int r)
 /* HAR_TIMEOUT: rank 0's once the settings are shared, this rank's before. */
 static double timeout_of(const har_node_t *node) { return node->set ? node->set->timeout : HAR_CFG(timeout).d; }
 
-static const char *what_happened(har_status_t st)
-{
-    switch (st) {
-    case HAR_ST_PEER_DEAD: return "died";
-    case HAR_ST_TIMEOUT: return "did not come within HAR_TIMEOUT";
-    case HAR_ST_TRUNCATE: return "called MPI_Allreduce with another count or datatype";
-    case HAR_ST_OP: return "called MPI_Allreduce with another op";
-    case HAR_ST_CUDA: return "had a CUDA call fail";
-    case HAR_ST_CHECK: return "wrote data that a reader found changed, or got another result (HAR_CHECK)";
-    case HAR_ST_INTERNAL: return "had an MPI call inside har fail";
-    default: return "failed";
-    }
-}
-
 static void record(har_node_t *node, const har_failure_t *why);
 
 void har_node_fail(har_node_t *node, har_status_t st, int culprit, const char *step)
 {
     /* A time-out with no one peer to blame (a set-up exchange) names nobody. */
-    int who = culprit >= 0 ? culprit : st == HAR_ST_TIMEOUT ? -1 : node->local_rank;
+    int who = culprit >= 0 ? culprit : st == HAR_ERR_TIMEOUT ? -1 : node->local_rank;
     int rank = who < 0 ? -1 : node->peers ? node->peers[who].comm_rank : who == node->local_rank ? node->rank : -1;
     har_node_blame(node, st, rank, who >= 0 && node->peers ? node->peers[who].world_rank : -1, har_host(), step);
 }
@@ -95,6 +81,7 @@ void har_node_blame(har_node_t *node, har_status_t st, int rank, int world_rank,
     why.call = node->call;
     snprintf(why.step, sizeof why.step, "%s", step);
     snprintf(why.host, sizeof why.host, "%s", host);
+    snprintf(why.detail, sizeof why.detail, "%s", har_note_take());
     record(node, &why);
 }
 
@@ -136,7 +123,7 @@ static int heard(void *ctx)
 
 static har_status_t note_local(har_node_t *node, har_status_t st, int culprit, const char *step)
 {
-    if (st != HAR_OK && st != HAR_ST_PEER_FAILED) har_node_fail(node, st, culprit, step);
+    if (st != HAR_OK && st != HAR_ERR_PEER_FAILED) har_node_fail(node, st, culprit, step);
     return st;
 }
 
@@ -158,27 +145,27 @@ har_status_t har_node_check(har_node_t *node, double started, const char *step)
 {
     int culprit = -1;
     har_status_t st = HAR_OK;
-    if (heard(node)) return HAR_ST_PEER_FAILED;
+    if (heard(node)) return HAR_ERR_PEER_FAILED;
     if (launcher_gone()) {
-        har_node_fail(node, HAR_ST_PEER_DEAD, -1, "launcher");
-        return HAR_ST_PEER_DEAD;
+        har_node_fail(node, HAR_ERR_PEER_DEAD, -1, "launcher");
+        return HAR_ERR_PEER_DEAD;
     }
     /* The segment's locks tell of peers that attached, in any PID namespace;
      * pids tell of the others (before the segment, or before they attach). */
     double timeout = timeout_of(node);
     if (node->seg.base) st = har_seg_check_peers(&node->seg, started, timeout, &culprit);  /* time-out included */
     for (int r = 0; node->peers && st == HAR_OK && r < node->local_size; r++)
-        if (r != node->local_rank && !pid_alive(node, r)) st = HAR_ST_PEER_DEAD, culprit = r;
-    if (st == HAR_OK && !node->seg.base && timeout > 0 && har_seg_now() - started > timeout) st = HAR_ST_TIMEOUT;
+        if (r != node->local_rank && !pid_alive(node, r)) st = HAR_ERR_PEER_DEAD, culprit = r;
+    if (st == HAR_OK && !node->seg.base && timeout > 0 && har_seg_now() - started > timeout) st = HAR_ERR_TIMEOUT;
     return note_local(node, st, culprit, step);
 }
 
 har_status_t har_node_exchange(har_node_t *node, int posted, MPI_Request *req, const char *step)
 {
     if (posted == MPI_SUCCESS) return har_node_wait_partner(node, 1, req, -1, step);
-    har_log(HAR_LOG_ERROR, "%s: the MPI refused an exchange (code %d)", step, posted);
-    har_node_fail(node, HAR_ST_INTERNAL, -1, step);
-    return HAR_ST_INTERNAL;
+    har_note("the MPI refused an exchange (code %d)", posted);
+    har_node_fail(node, HAR_ERR_INTERNAL, -1, step);
+    return HAR_ERR_INTERNAL;
 }
 
 har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, int partner, const char *step)
@@ -206,9 +193,9 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
             char msg[MPI_MAX_ERROR_STRING];
             int len = 0;
             PMPI_Error_string(rc, msg, &len);
-            har_log(HAR_LOG_ERROR, "%s: the MPI failed: %s", step, msg);
-            har_node_fail(node, HAR_ST_INTERNAL, -1, step);
-            st = HAR_ST_INTERNAL;
+            har_note("the MPI failed: %s", msg);
+            har_node_fail(node, HAR_ERR_INTERNAL, -1, step);
+            st = HAR_ERR_INTERNAL;
             break;
         }
         if (done) break;
@@ -222,8 +209,8 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
         }
         double timeout = timeout_of(node);
         if (partner >= 0 && timeout > 0 && har_seg_now() - started > timeout && !har_node_failed(node)) {
-            har_node_blame(node, HAR_ST_TIMEOUT, partner, -1, "?", step);
-            st = HAR_ST_TIMEOUT;
+            har_node_blame(node, HAR_ERR_TIMEOUT, partner, -1, "?", step);
+            st = HAR_ERR_TIMEOUT;
             break;
         }
         if ((st = har_node_check(node, started, step)) != HAR_OK) break;
@@ -261,16 +248,16 @@ void har_node_listen(har_node_t *node)
 void har_node_report(har_node_t *node)
 {
     const har_failure_t *why = har_node_record(node);
-    har_failure_t unknown = {HAR_ST_PEER_FAILED, -1, -1, node->rank, node->call, "?", ""};
+    har_failure_t unknown = {HAR_ERR_PEER_FAILED, -1, -1, node->rank, node->call, "?", "", ""};
     if (!why) why = &unknown;
     char who[96] = "a rank";
     if (why->culprit >= 0 && why->culprit_world >= 0)
         snprintf(who, sizeof who, "rank %d (world rank %d, host %s)", why->culprit, why->culprit_world, why->host);
     else if (why->culprit >= 0)
         snprintf(who, sizeof who, "rank %d", why->culprit);
-    har_log(HAR_LOG_ERROR, "rank %d: %s %s (found by rank %d at step %s of call %llu); all-reduces on this "
-            "communicator fail from now on", node->rank, who, what_happened((har_status_t)why->status),
-            why->reporter, why->step, (unsigned long long)why->call);
+    har_log(HAR_LOG_ERROR, "rank %d: %s %s (found by rank %d at step %s of call %llu%s%s); all-reduces on this "
+            "communicator fail from now on", node->rank, who, har_status_what((har_status_t)why->status),
+            why->reporter, why->step, (unsigned long long)why->call, why->detail[0] ? ": " : "", why->detail);
     /* Tell the other nodes, on the communicator this rank crosses nodes on:
      * they may be waiting for data that will not come. Sent once; the
      * buffer stays (a few bytes per failed communicator) since nothing
@@ -284,7 +271,7 @@ void har_node_report(har_node_t *node)
     PMPI_Comm_rank(node->notice_comm, &me);
     /* Not to the dead rank itself: a send nobody will receive stays pending
      * and can hold up the MPI's own MPI_Finalize. */
-    if (why->status == HAR_ST_PEER_DEAD && why->culprit >= 0) {
+    if (why->status == HAR_ERR_PEER_DEAD && why->culprit >= 0) {
         MPI_Group all, across;
         PMPI_Comm_group(node->comm, &all);
         PMPI_Comm_group(node->notice_comm, &across);
@@ -307,11 +294,12 @@ int har_node_agree(har_node_t *node, int ok, int quiet, const char *what, const 
     if (har_node_exchange(node, PMPI_Iallreduce(&mine, &least, 1, MPI_2INT, MPI_MINLOC, node->node_comm, &req), &req,
                           what) != HAR_OK)
         return 0;  /* recorded: the call fails */
+    const char *note = har_note_take();
     if (!least.ok && least.rank == node->local_rank) {
-        if (quiet) HAR_LOG(HAR_LOG_DEBUG, "%s: %s (local rank %d of node %d); %s", what, why, node->local_rank,
-                           node->node, consequence);
-        else har_log(HAR_LOG_WARN, "%s: %s (local rank %d of node %d); %s", what, why, node->local_rank, node->node,
-                     consequence);
+        if (quiet) HAR_LOG(HAR_LOG_DEBUG, "%s: %s%s%s (local rank %d of node %d); %s", what, why, note[0] ? ": " : "",
+                           note, node->local_rank, node->node, consequence);
+        else har_log(HAR_LOG_WARN, "%s: %s%s%s (local rank %d of node %d); %s", what, why, note[0] ? ": " : "", note,
+                     node->local_rank, node->node, consequence);
     }
     return least.ok;
 }

@@ -77,7 +77,7 @@ HAR_HIDDEN har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Reque
                                               const char *step);
 /* The wait for one exchange just posted by a non-blocking collective
  * (`posted`: the posting call's return code); a post the MPI refused is
- * recorded as HAR_ST_INTERNAL at `step`. */
+ * recorded as HAR_ERR_INTERNAL at `step`. */
 HAR_HIDDEN har_status_t har_node_exchange(har_node_t *node, int posted, MPI_Request *req, const char *step);
 /* A failure found by this rank: recorded for the local peers (the first
  * record wins) unless one is already. `culprit`: local rank at fault, or -1

@@ -119,8 +119,8 @@ static har_status_t serve(har_node_t *node, int listener, int fd, MPI_Request *a
     for (unsigned long i = 0;; i++) {
         int done = 0;
         if (PMPI_Test(agree, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-            har_node_fail(node, HAR_ST_INTERNAL, -1, "segment");
-            return HAR_ST_INTERNAL;
+            har_node_fail(node, HAR_ERR_INTERNAL, -1, "segment");
+            return HAR_ERR_INTERNAL;
         }
         if (done) return HAR_OK;
         struct pollfd p = {listener, POLLIN, 0};

@@ -187,7 +187,7 @@ static har_status_t settings_setup(har_comm_t *c)
     size_t values = har_config_rank0_bytes();
     char *blob = malloc(values + sizeof(rows_t));
     har_config_t *merged = malloc(sizeof *merged);
-    har_status_t st = HAR_ST_INTERNAL;
+    har_status_t st = HAR_ERR_INTERNAL;
     MPI_Request req;
     if (!blob || !merged) {
         har_log(HAR_LOG_ERROR, "out of memory for a communicator's settings");
@@ -265,14 +265,14 @@ static har_status_t node_table(har_comm_t *c, MPI_Comm leaders)
     har_status_t st = all ? har_node_exchange(node, PMPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, all,
                                                                     (int)sizeof mine, MPI_BYTE, node->node_comm, &req),
                                               &req, "set-up")
-                          : HAR_ST_INTERNAL;
-    if (st == HAR_OK && !(node->peers = calloc((size_t)node->local_size, sizeof *node->peers))) st = HAR_ST_INTERNAL;
+                          : HAR_ERR_INTERNAL;
+    if (st == HAR_OK && !(node->peers = calloc((size_t)node->local_size, sizeof *node->peers))) st = HAR_ERR_INTERNAL;
     if (st == HAR_OK) {
         for (int r = 0; r < node->local_size; r++) node->peers[r] = all[r].peer;
         node->node = all[0].node;
         node->nnodes = all[0].nnodes;
         har_host_class(all[0].cores, c->host_cls, sizeof c->host_cls);
-    } else if (st == HAR_ST_INTERNAL) {
+    } else if (st == HAR_ERR_INTERNAL) {
         har_node_fail(node, st, -1, "set-up");
     }
     free(all);
@@ -331,7 +331,7 @@ static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
     /* The cap can differ between ranks (HAR_MAX_COMMS is each rank's): agree first. */
     int room = !over_cap;
     if (!har_node_agree(node, room, 1, "node segment", "no room", "this communicator's all-reduces go to the MPI")) {
-        if (har_node_failed(node)) return HAR_ST_PEER_FAILED;
+        if (har_node_failed(node)) return HAR_ERR_PEER_FAILED;
         if (room) uncount_segment();
         if (node->local_size > HAR_MAX_LOCAL)
             HAR_WARN_ONCE("a node holds more than %d ranks of a communicator: its all-reduces go to the MPI",

@@ -55,6 +55,27 @@ void har_log_at(int level, const char *file, int line, const char *fmt, ...)
     va_end(ap);
 }
 
+static __thread char note[256], taken[256];
+
+void har_note(const char *fmt, ...)
+{
+    if (note[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note, sizeof note, fmt, ap);
+    va_end(ap);
+    HAR_LOG(HAR_LOG_DEBUG, "noted: %s", note);
+}
+
+const char *har_note_take(void)
+{
+    memcpy(taken, note, sizeof taken);
+    note[0] = '\0';
+    return taken;
+}
+
+void har_note_clear(void) { note[0] = '\0'; }
+
 static pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;
 static har_once_t *once_list;
 

@@ -29,6 +29,17 @@ typedef struct har_once {
 } har_once_t;
 HAR_HIDDEN void har_warn_once(har_once_t *once, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define HAR_WARN_ONCE(...) do { static har_once_t once_; har_warn_once(&once_, __VA_ARGS__); } while (0)
+/* The details of a failure, said once: the function that finds the cause
+ * notes it (the first note of a thread stands until taken), and whoever
+ * records the failure takes it into the one message that says it, on every
+ * rank that stops for it (comm/node.c), or into the warning of a set-up
+ * that fails. */
+HAR_HIDDEN void har_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The note ("" if none), which is then cleared. */
+HAR_HIDDEN const char *har_note_take(void);
+/* Forgets a note nobody took (each call starts with none). */
+HAR_HIDDEN void har_note_clear(void);
+
 /* Prints "said N times" for every warning that came more than once. */
 HAR_HIDDEN void har_log_summary(void);
 

@@ -15,7 +15,7 @@ static har_engine_setup_t absent_setup(har_node_t *node, const har_gpu_t *gpu, v
 static har_status_t absent_run(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan)
 {
     (void)engine; (void)node; (void)call; (void)plan;
-    return HAR_ST_INTERNAL;  /* never planned: set-up said NOT_HERE */
+    return HAR_ERR_INTERNAL;  /* never planned: set-up said NOT_HERE */
 }
 
 static void absent_destroy(void *engine) { (void)engine; }

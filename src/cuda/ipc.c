@@ -229,7 +229,7 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
     if (across && !d->stage &&
         (har_gpu_check(cudaHostAlloc((void **)&d->stage, d->slot_bytes, 0), "cudaHostAlloc (stage)") != HAR_OK ||
          har_gpu_check(cudaHostAlloc((void **)&d->tmp, d->slot_bytes, 0), "cudaHostAlloc (ring)") != HAR_OK))
-        return HAR_ST_CUDA;
+        return HAR_ERR_CUDA;
 
     size_t chunk = har_chunk_elems(plan->chunk_bytes, a.elem);
     har_status_t st = HAR_OK;

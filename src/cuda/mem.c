@@ -165,8 +165,8 @@ har_status_t har_mem_copy(void *dst, har_mem_kind_t dst_kind, const void *src, h
     if (r != CUDA_SUCCESS) {
         const char *msg = "unknown";
         cu.get_error_string(r, &msg);
-        har_log(HAR_LOG_ERROR, "cuMemcpy of %zu bytes failed: %s", bytes, msg);
-        return HAR_ST_CUDA;
+        har_note("cuMemcpy of %zu bytes failed: %s", bytes, msg);
+        return HAR_ERR_CUDA;
     }
     return HAR_OK;
 }

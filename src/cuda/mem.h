@@ -17,7 +17,7 @@ typedef enum { HAR_MEM_HOST = 0, HAR_MEM_DEVICE = 1, HAR_MEM_MANAGED = 2 } har_m
  * holds it (ordinal in this process's numbering; -1 for host memory). One
  * driver query. */
 HAR_HIDDEN har_mem_kind_t har_mem_kind(const void *p, int *device);
-/* Copies between any two kinds; HAR_OK or HAR_ST_CUDA (logged). */
+/* Copies between any two kinds; HAR_OK or HAR_ERR_CUDA (logged). */
 HAR_HIDDEN har_status_t har_mem_copy(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind,
                                      size_t bytes);
 /* Has the application loaded libcuda? (cheap when nothing new was loaded) */

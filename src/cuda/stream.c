@@ -8,9 +8,9 @@
 har_status_t har_gpu_check(int cuda_error, const char *what)
 {
     if (cuda_error == cudaSuccess) return HAR_OK;
-    har_log(HAR_LOG_ERROR, "%s: %s", what, cudaGetErrorString((cudaError_t)cuda_error));
+    har_note("%s: %s", what, cudaGetErrorString((cudaError_t)cuda_error));
     cudaGetLastError();
-    return HAR_ST_CUDA;
+    return HAR_ERR_CUDA;
 }
 
 har_status_t har_gpu_enter(int device, har_gpu_scope_t *scope)

@@ -76,7 +76,7 @@ har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
     gpu->nranks = node->local_size;
     int me = node->local_rank;
     MPI_Request req;
-    har_status_t st = HAR_ST_INTERNAL;
+    har_status_t st = HAR_ERR_INTERNAL;
     int mps = 0;
     int ok = cu && cu->device_get(&dev, device) == CUDA_SUCCESS && cu->device_get_uuid(&uuid, dev) == CUDA_SUCCESS &&
              cu->device_get_name(name, sizeof name, dev) == CUDA_SUCCESS &&
@@ -144,6 +144,6 @@ har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
     (void)node;
     memset(gpu, 0, sizeof *gpu);
     gpu->device = device;
-    return HAR_ST_CUDA;  /* unreachable: without CUDA no buffer is device memory */
+    return HAR_ERR_CUDA;  /* unreachable: without CUDA no buffer is device memory */
 }
 #endif

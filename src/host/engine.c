@@ -71,13 +71,12 @@ static har_status_t verify(const chunk_t *c, int writer, const char *data, size_
     uint64_t got = har_check_sum(data, bytes, at);
     if (got == want) return HAR_OK;
     har_node_t *node = c->node;
-    har_log(HAR_LOG_ERROR, "HAR_CHECK: call %llu, step %s: rank %d (world rank %d) published %s %d of its slot "
-            "(checksum %016llx), rank %d read different data (%016llx), bytes %zu to %zu of the chunk",
-            (unsigned long long)node->call, step, node->peers[writer].comm_rank, node->peers[writer].world_rank,
-            shard < 0 ? "the whole" : "shard", shard < 0 ? 0 : shard, (unsigned long long)want, node->rank,
-            (unsigned long long)got, at, at + bytes);
-    har_node_fail(node, HAR_ST_CHECK, writer, step);
-    return HAR_ST_CHECK;
+    har_note("HAR_CHECK: rank %d (world rank %d) published %s %d of its slot (checksum %016llx), rank %d read "
+             "different data (%016llx), bytes %zu to %zu of the chunk", node->peers[writer].comm_rank,
+             node->peers[writer].world_rank, shard < 0 ? "the whole" : "shard", shard < 0 ? 0 : shard,
+             (unsigned long long)want, node->rank, (unsigned long long)got, at, at + bytes);
+    har_node_fail(node, HAR_ERR_CHECK, writer, step);
+    return HAR_ERR_CHECK;
 }
 
 /* A reader of a whole input slot: its shards' sums add up to the slot's. */

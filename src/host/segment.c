@@ -79,7 +79,7 @@ har_status_t har_seg_create_named(har_seg_t *seg, const char *name, int nranks, 
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
         har_log(HAR_LOG_WARN, "shm_open(%s): %s", name, strerror(errno));
-        return HAR_ST_INTERNAL;
+        return HAR_ERR_INTERNAL;
     }
     /* The creator's lock first, before the name is of use to anyone: a
      * named segment nobody holds a lock on is stale, whatever the moment. */
@@ -87,7 +87,7 @@ har_status_t har_seg_create_named(har_seg_t *seg, const char *name, int nranks, 
     if (fcntl(fd, F_OFD_SETLK, &lock) != 0 || format(fd, nranks, slot_bytes, name) != 0) {
         close(fd);
         shm_unlink(name);
-        return HAR_ST_INTERNAL;
+        return HAR_ERR_INTERNAL;
     }
     return attach_own(seg, fd, 0);  /* shm_open made this rank's own description */
 }
@@ -111,7 +111,7 @@ static har_status_t attach_own(har_seg_t *seg, int fd, int me)
     if (base == MAP_FAILED) {
         har_log(HAR_LOG_WARN, "cannot map the node segment: %s", strerror(errno));
         close(fd);
-        return HAR_ST_INTERNAL;
+        return HAR_ERR_INTERNAL;
     }
     seg->base = base;
     seg->size = (size_t)st.st_size;
@@ -122,7 +122,7 @@ static har_status_t attach_own(har_seg_t *seg, int fd, int me)
         munmap(base, seg->size);
         close(fd);
         seg->base = NULL;
-        return HAR_ST_INTERNAL;
+        return HAR_ERR_INTERNAL;
     }
     struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = me, .l_len = 1};
     if (fcntl(fd, F_OFD_SETLK, &lock) != 0) {
@@ -130,7 +130,7 @@ static har_status_t attach_own(har_seg_t *seg, int fd, int me)
         munmap(base, seg->size);
         close(fd);
         seg->base = NULL;
-        return HAR_ST_INTERNAL;
+        return HAR_ERR_INTERNAL;
     }
     seg->fd = fd;
     seg->nranks = (int)seg->hdr->nranks;
@@ -157,7 +157,7 @@ har_status_t har_seg_attach(har_seg_t *seg, int given, int me)
     if (fd < 0) {
         seg->base = NULL;
         har_log(HAR_LOG_WARN, "cannot reopen the node segment (%s): %s", path, strerror(errno));
-        return HAR_ST_INTERNAL;
+        return HAR_ERR_INTERNAL;
     }
     return attach_own(seg, fd, me);
 }

@@ -37,12 +37,12 @@ typedef struct {
 } har_arrival_t;
 
 /* Do two ranks' calls differ, and as what? HAR_OK (the same call),
- * HAR_ST_OP (the same count and datatype, another op) or HAR_ST_TRUNCATE
+ * HAR_ERR_OP (the same count and datatype, another op) or HAR_ERR_TRUNCATE
  * (another count, datatype or call): the classes the MPIs give. */
 static inline har_status_t har_arrival_differs(const har_arrival_t *a, const har_arrival_t *b)
 {
-    if (a->count != b->count || a->type != b->type) return HAR_ST_TRUNCATE;
-    return a->op != b->op ? HAR_ST_OP : a->call != b->call ? HAR_ST_TRUNCATE : HAR_OK;
+    if (a->count != b->count || a->type != b->type) return HAR_ERR_TRUNCATE;
+    return a->op != b->op ? HAR_ERR_OP : a->call != b->call ? HAR_ERR_TRUNCATE : HAR_OK;
 }
 
 /* Why a rank gave up, written by the first rank that did (before it marks
@@ -55,6 +55,7 @@ typedef struct {
     uint64_t call;
     char step[16];
     char host[48];          /* the culprit's host */
+    char detail[192];       /* what the rank that found it knew more (core/log.h's note) */
 } har_failure_t;
 
 /* Per-rank control line, written only by its owner (except `dead`, which the
@@ -94,7 +95,7 @@ typedef struct {
     char *base;
     size_t size, slot_bytes, ctl_stride;
     /* Called from a long wait's slow path: nonzero stops the wait with
-     * HAR_ST_PEER_FAILED (a failure heard from elsewhere). May be NULL. */
+     * HAR_ERR_PEER_FAILED (a failure heard from elsewhere). May be NULL. */
     int (*heard)(void *ctx);
     void *heard_ctx;
     int fd;                   /* kept open: it carries this rank's liveness lock */
@@ -150,8 +151,8 @@ static inline char *har_seg_slot(const har_seg_t *seg, int rank, unsigned parity
  * every write this rank made before. Returns the new epoch. */
 uint64_t har_seg_signal(har_seg_t *seg);
 /* Waits until `peer` has finished step `epoch` (acquire). HAR_OK, or why it
- * stopped: HAR_ST_PEER_DEAD (its lock is gone), HAR_ST_TIMEOUT (past
- * `timeout` seconds; 0: none), HAR_ST_PEER_FAILED (some local rank gave up:
+ * stopped: HAR_ERR_PEER_DEAD (its lock is gone), HAR_ERR_TIMEOUT (past
+ * `timeout` seconds; 0: none), HAR_ERR_PEER_FAILED (some local rank gave up:
  * har_seg_failure says who and why); *culprit: the local rank at fault, or
  * -1. Nothing is logged here: the caller knows the names. */
 har_status_t har_seg_wait(har_seg_t *seg, int peer, uint64_t epoch, double timeout, int *culprit);

@@ -74,15 +74,15 @@ static int peer_alive(har_seg_t *seg, int peer)
 static har_status_t check(har_seg_t *seg, int peer, double started, double timeout, int *culprit)
 {
     *culprit = -1;
-    if (atomic_load(&seg->hdr->failed) || (seg->heard && seg->heard(seg->heard_ctx))) return HAR_ST_PEER_FAILED;
+    if (atomic_load(&seg->hdr->failed) || (seg->heard && seg->heard(seg->heard_ctx))) return HAR_ERR_PEER_FAILED;
     if (peer >= 0 && !peer_alive(seg, peer)) {
         *culprit = peer;
-        return HAR_ST_PEER_DEAD;
+        return HAR_ERR_PEER_DEAD;
     }
     if (timeout > 0 && har_seg_now() - started > timeout) {
         if (peer >= 0 && atomic_load(&har_seg_ctl(seg, peer)->waiting_across)) return HAR_OK;
         *culprit = peer;
-        return HAR_ST_TIMEOUT;
+        return HAR_ERR_TIMEOUT;
     }
     return HAR_OK;
 }
@@ -125,7 +125,7 @@ har_status_t har_seg_check_peers(har_seg_t *seg, double started, double timeout,
     for (int peer = 0; st == HAR_OK && peer < seg->nranks; peer++)
         if (peer != seg->me && !peer_alive(seg, peer)) {
             *culprit = peer;
-            st = HAR_ST_PEER_DEAD;
+            st = HAR_ERR_PEER_DEAD;
         }
     return st;
 }

@@ -62,7 +62,7 @@ har_status_t har_inter_setup(har_node_t *node)
     struct har_ring_msgs *m = node->ring_msgs = calloc(1, sizeof *node->ring_msgs);
     if (!m) {
         har_log(HAR_LOG_ERROR, "inter-node ring: out of memory");
-        return HAR_ST_INTERNAL;
+        return HAR_ERR_INTERNAL;
     }
     /* Who this rank is, in every header and checksum it sends. */
     m->out.h.comm_rank = m->sent.comm_rank = node->rank;
@@ -77,9 +77,9 @@ static har_status_t check_header(har_node_t *node, const header_t *mine, const h
     har_status_t st = har_arrival_differs(a, b);
     if (st == HAR_OK) return HAR_OK;
     char t0[96], t1[96];
-    har_log(HAR_LOG_ERROR, "MPI_Allreduce differs between nodes: rank %d (world rank %d) %s, rank %d (world rank %d, "
-            "host %s) %s", mine->comm_rank, mine->world_rank, har_arrival_text(a, t0, sizeof t0), theirs->comm_rank,
-            theirs->world_rank, theirs->host, har_arrival_text(b, t1, sizeof t1));
+    har_note("MPI_Allreduce differs between nodes: rank %d (world rank %d) %s, rank %d (world rank %d, host %s) %s",
+             mine->comm_rank, mine->world_rank, har_arrival_text(a, t0, sizeof t0), theirs->comm_rank,
+             theirs->world_rank, theirs->host, har_arrival_text(b, t1, sizeof t1));
     har_node_blame(node, st, theirs->comm_rank, theirs->world_rank, theirs->host, "ring");
     return st;
 }
@@ -98,12 +98,12 @@ static void abandon(int n, MPI_Request *req)
 /* Waits for the requests of an exchange (`rc`: how posting them went). */
 static har_status_t wait_exchange(har_node_t *node, int n, MPI_Request *req, int rc)
 {
-    har_status_t st = HAR_ST_INTERNAL;
+    har_status_t st = HAR_ERR_INTERNAL;
     if (rc == MPI_SUCCESS) {
         HAR_TEST_POINT("ring");
         st = har_node_wait_partner(node, n, req, node->left, "ring");
     } else {
-        har_log(HAR_LOG_ERROR, "inter-node ring: posting an exchange failed (code %d)", rc);
+        har_note("inter-node ring: posting an exchange failed (code %d)", rc);
         har_node_fail(node, st, -1, "ring");
     }
     if (st != HAR_OK) abandon(n, req);
@@ -170,12 +170,11 @@ static har_status_t verify_block(har_node_t *node, const char *data, size_t byte
 {
     uint64_t got = har_check_sum(data, bytes, at);
     if (got == came->sum) return HAR_OK;
-    har_log(HAR_LOG_ERROR, "HAR_CHECK: call %llu, step %s: rank %d (world rank %d) sent a block with checksum %016llx, "
-            "rank %d received different data (%016llx), bytes %zu to %zu", (unsigned long long)node->call, step,
-            came->comm_rank, came->world_rank, (unsigned long long)came->sum, node->rank, (unsigned long long)got, at,
-            at + bytes);
-    har_node_blame(node, HAR_ST_CHECK, came->comm_rank, came->world_rank, "?", step);
-    return HAR_ST_CHECK;
+    har_note("HAR_CHECK: rank %d (world rank %d) sent a block with checksum %016llx, rank %d received different data "
+             "(%016llx), bytes %zu to %zu", came->comm_rank, came->world_rank, (unsigned long long)came->sum, node->rank,
+             (unsigned long long)got, at, at + bytes);
+    har_node_blame(node, HAR_ERR_CHECK, came->comm_rank, came->world_rank, "?", step);
+    return HAR_ERR_CHECK;
 }
 
 static har_status_t ring_allreduce(har_node_t *node, char *data, size_t n, const har_call_t *call, char *tmp,

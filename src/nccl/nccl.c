@@ -140,8 +140,8 @@ static har_status_t async_error(void *ctx)
     if (lib.api.comm_get_async_error(e->comm, &async) != HAR_NCCL_SUCCESS || async == HAR_NCCL_SUCCESS ||
         async == HAR_NCCL_IN_PROGRESS)
         return HAR_OK;
-    har_log(HAR_LOG_ERROR, "NCCL all-reduce failed: %s", lib.api.get_error_string(async));
-    return HAR_ST_CUDA;
+    har_note("NCCL all-reduce failed: %s", lib.api.get_error_string(async));
+    return HAR_ERR_CUDA;
 }
 
 /* After a peer failed: NCCL's kernels stop when its communicator is
@@ -159,15 +159,15 @@ static har_status_t nccl_run(void *engine, har_node_t *node, const har_call_t *c
     nccl_t *e = engine;
     har_gpu_watch_t watch = {async_error, abort_comm, e};
     har_gpu_scope_t scope;
-    if (!e->comm) return HAR_ST_PEER_FAILED;  /* aborted by an earlier failure */
+    if (!e->comm) return HAR_ERR_PEER_FAILED;  /* aborted by an earlier failure */
     har_status_t st = har_gpu_enter(e->device, &scope);
     if (st == HAR_OK) {
         har_ncclResult_t r = lib.api.all_reduce(call->in, call->out, call->count, nccl_dtype(call->red.dev_type),
                                                 nccl_op(call->red.dev_op), e->comm, e->stream);
         if (r != HAR_NCCL_SUCCESS && r != HAR_NCCL_IN_PROGRESS) {
-            har_log(HAR_LOG_ERROR, "ncclAllReduce: %s", lib.api.get_error_string(r));
+            har_note("ncclAllReduce: %s", lib.api.get_error_string(r));
             abort_comm(e);
-            st = HAR_ST_CUDA;
+            st = HAR_ERR_CUDA;
         } else {
             st = har_gpu_wait(e->stream, node, &watch, "NCCL");
         }

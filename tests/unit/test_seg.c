@@ -10,7 +10,7 @@
  *  death    a peer killed while two others wait on it is reported dead,
  *           named, with no timeout set, within seconds; the first waiter's
  *           record stops the other and names the dead peer.
- *  timeout  a live peer that never arrives ends a wait with HAR_ST_TIMEOUT.
+ *  timeout  a live peer that never arrives ends a wait with HAR_ERR_TIMEOUT.
  *  late     a peer that has not attached yet is not taken for dead (its
  *           lock is free only because it has not taken it); once it has
  *           attached and died, it is.
@@ -381,14 +381,14 @@ static int death_body(har_seg_t *seg)
         FAIL("rank %d: the wait took %.1f s", seg->me, dt);
         return 1;
     }
-    if (rc == HAR_ST_PEER_DEAD && culprit == VICTIM) {
+    if (rc == HAR_ERR_PEER_DEAD && culprit == VICTIM) {
         /* As the node layer does: record it, so the other waiter stops. */
-        har_failure_t why = {HAR_ST_PEER_DEAD, 100 + culprit, 200 + culprit, seg->me, 7, "input", "here"};
+        har_failure_t why = {HAR_ERR_PEER_DEAD, 100 + culprit, 200 + culprit, seg->me, 7, "input", "here"};
         har_seg_fail(seg, &why);
         return SAW_DEAD;
     }
     const har_failure_t *why = har_seg_failure(seg);
-    if (rc == HAR_ST_PEER_FAILED && why && why->culprit == 100 + VICTIM && why->status == HAR_ST_PEER_DEAD)
+    if (rc == HAR_ERR_PEER_FAILED && why && why->culprit == 100 + VICTIM && why->status == HAR_ERR_PEER_DEAD)
         return SAW_FAILED;
     FAIL("rank %d: wait on the dead peer gave %d (culprit %d, record %s)", seg->me, rc, culprit, why ? "yes" : "no");
     return 1;
@@ -430,7 +430,7 @@ static int timeout_body(har_seg_t *seg)
     int culprit = -1;
     har_status_t rc = har_seg_wait(seg, 1, 1, TIMEOUT_S, &culprit);
     double dt = now() - t0;
-    if (rc != HAR_ST_TIMEOUT || culprit != 1 || dt < TIMEOUT_S || dt >= 10.0) {
+    if (rc != HAR_ERR_TIMEOUT || culprit != 1 || dt < TIMEOUT_S || dt >= 10.0) {
         FAIL("wait with a %.1f s timeout gave %d after %.2f s", TIMEOUT_S, rc, dt);
         return 1;
     }
@@ -485,7 +485,7 @@ static void test_late(void)
             waitpid(pid, &status, 0);
         }
         st = har_seg_check_peers(&seg, har_seg_now(), 0, &culprit);
-        if (st != HAR_ST_PEER_DEAD || culprit != 1) FAIL("a dead attached peer gave %d, culprit %d", st, culprit);
+        if (st != HAR_ERR_PEER_DEAD || culprit != 1) FAIL("a dead attached peer gave %d, culprit %d", st, culprit);
         close(ready[0]);
         close(ready[1]);
     }
