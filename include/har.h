@@ -24,38 +24,20 @@ extern "C" {
 /* "MAJOR.MINOR.PATCH" of the library actually loaded. */
 HAR_API const char *har_version(void);
 
-/* The paths a call can take: one vocabulary for the counters, the tuning
- * table, HAR_ALGO, HAR_REQUIRE_PATH and har-bench. A call counts on several
- * (for example host_segment + two_shot + rails + ring). Exactly one engine
- * serves each call: mpi, host_segment, ipc or nccl. */
-#define HAR_PATH_LIST(X)                                                        \
-    X(SEEN, "seen", "every MPI_Allreduce that reached har")                    \
-    X(MPI, "mpi", "engine: the MPI's own MPI_Allreduce")                       \
-    X(STAGED, "staged", "mpi with this rank's device buffers copied through host memory") \
-    X(HOST_SEGMENT, "host_segment", "engine: CPU reduction in a node segment of host shared memory") \
-    X(IPC, "ipc", "engine: GPU kernels over a CUDA IPC node segment")         \
-    X(NCCL, "nccl", "engine: NCCL on the node (loaded at run time)")          \
-    X(ONE_SHOT, "one_shot", "every local rank reduced the whole vector")       \
-    X(TWO_SHOT, "two_shot", "reduce-scatter of shards, then all-gather")       \
-    X(RAILS, "rails", "nodes of equal size: local rank i carries shard i")     \
-    X(LEADER, "leader", "nodes of unequal size: local rank 0 carries the node") \
-    X(RING, "ring", "inter-node ring over MPI point-to-point")                  \
-    X(INTER_MPI, "inter_mpi", "inter-node step by the MPI's MPI_Allreduce")
-
-typedef enum {
-#define HAR_PATH_ENUM(id, name, doc) HAR_PATH_##id,
-    HAR_PATH_LIST(HAR_PATH_ENUM)
-#undef HAR_PATH_ENUM
-    HAR_PATH_COUNT
-} har_path_t;
-
-/* "seen", "mpi", ...; NULL for an unknown value. */
-HAR_API const char *har_path_name(har_path_t path);
-/* The path of that name, or -1. */
-HAR_API int har_path_from_name(const char *name);
-
-/* Counters of this process since MPI_Init (or the last reset). */
-HAR_API void har_counters(unsigned long long counts[HAR_PATH_COUNT]);
+/* Counters of this process since MPI_Init (or the last reset), by name: one
+ * per path a call can take ("seen": every MPI_Allreduce that reached har;
+ * "mpi", "staged"; the engines "host_segment", "ipc", "nccl"; "one_shot",
+ * "two_shot", "rails", "leader", "ring", "inter_mpi"). A call counts on
+ * every path it took. Their number and order belong to the library that is
+ * loaded, and grow as it does: look them up by name. `har-info --paths`
+ * lists them. */
+HAR_API int har_counter_count(void);
+/* The name of counter `index`, or NULL past the end. */
+HAR_API const char *har_counter_name(int index);
+/* The index of the counter of that name, or -1. */
+HAR_API int har_counter_index(const char *name);
+/* Copies the first `n` counters into values; returns how many there are. */
+HAR_API int har_counters(unsigned long long *values, int n);
 HAR_API void har_counters_reset(void);
 
 /* Every way a call har serves can fail, once: X(id, class, what the rank at

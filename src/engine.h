@@ -1,6 +1,9 @@
-/* What an engine is: the narrow interface between the call driver
- * (comm/call.c) and each engine's folder. The MPI itself is the one plan
- * target that is no engine here: forwarding lives in entry.c. */
+/* What an engine is: one descriptor, the narrow interface between the call
+ * driver (comm/call.c) and each engine's folder. Everything about an engine
+ * that the plan, the counters, HAR_ALGO, HAR_REQUIRE_PATH, har-bench,
+ * har-info and the tests need is in it or in its line of paths.h's
+ * HAR_ENGINE_LIST. The MPI itself is the one plan target that is no engine
+ * here: forwarding lives in entry.c. */
 #ifndef HAR_ENGINE_H
 #define HAR_ENGINE_H
 
@@ -19,9 +22,11 @@ typedef struct {
     MPI_Datatype type;
     MPI_Op op;
     har_mem_kind_t in_kind, out_kind;
-    int device;                     /* GPU holding both buffers (ordinal here), or -1 */
+    int gpu;                        /* ordinal here of the GPU holding both buffers, or -1 */
     int cuda;                       /* the application has loaded libcuda */
-    int loaded_me, loaded_all;      /* the first chunk's input is already in this rank's / every rank's host slot */
+    /* The arrival (comm/call.c) carried the first chunk's input into the
+     * host slot of this rank / of every local rank (an engine's preload). */
+    int loaded_me, loaded_all;
 } har_call_t;
 
 /* What ranks must agree on about a call (and its number on the
@@ -37,27 +42,42 @@ static inline void har_arrival_of(har_arrival_t *a, const har_call_t *call, uint
 /* "count 12 int32 sum (call 3)", for messages. */
 static inline const char *har_arrival_text(const har_arrival_t *a, char *buf, size_t len)
 {
-    return har_call_text(a->count, a->type, a->op, a->call, buf, len);
+    return har_reduce_text(a->count, a->type, a->op, a->call, buf, len);
 }
 
+/* An engine on a communicator's node; set-up returns one of the last three. */
 typedef enum {
+    HAR_ENGINE_UNTRIED = 0,         /* not set up yet (a new state's zero) */
     HAR_ENGINE_READY,               /* set up on every local rank */
     HAR_ENGINE_NOT_HERE,            /* cannot serve this node (said at debug level): not a failure */
     HAR_ENGINE_FAILED               /* its set-up failed somewhere (said in one warning) */
-} har_engine_setup_t;
+} har_engine_state_t;
 
-typedef struct {
-    /* Collective over the node, at a call every local rank makes; every
-     * rank returns the same answer, and *engine is set when READY. `gpu` is
-     * the node's device survey (NULL for host-only engines). */
-    har_engine_setup_t (*setup)(har_node_t *node, const har_gpu_t *gpu, void **engine);
+typedef struct har_engine {
+    har_engine_traits_t can;        /* what it serves: the plan's rules for it (plan.h) */
+    /* Set up collectively over the node, at a call every local rank makes
+     * and the first time a plan picks the engine; every rank returns the
+     * same answer, and *engine is set when READY. `gpu` is the node's
+     * device survey (NULL before one). Devices engines find there what
+     * only they can (peer access, MPS, their library). */
+    har_engine_state_t (*setup)(har_node_t *node, const har_gpu_t *gpu, void **engine);
+    /* Serves one call as planned; on a failure after peers were involved
+     * the communicator fails for good (comm/call.h). */
     har_status_t (*run)(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan);
     /* Local: no MPI call. Every call has completed on every local rank
      * (the state's free meets its peers first). */
     void (*destroy)(void *engine);
-} har_engine_ops_t;
+    /* Where the engine's first step can carry the input (the host
+     * segment's): the arrival puts this rank's first chunk of `chunk_bytes`
+     * in its slot, so a call makes one node synchronisation. NULL: the
+     * arrival carries no input. */
+    har_status_t (*preload)(har_node_t *node, const har_call_t *call, size_t chunk_bytes);
+} har_engine_t;
 
-/* Each engine's folder defines one (plan.h's HAR_ENGINE_LIST names them). */
-extern HAR_HIDDEN const har_engine_ops_t har_engine_host_segment, har_engine_ipc, har_engine_nccl;
+/* The engines built here, by path (NULL for the others and for paths that
+ * are no engine): src/engines.c makes it from paths.h's list. */
+extern HAR_HIDDEN const har_engine_t *const har_engines[HAR_PATH_COUNT];
+/* Their traits alone, as the plan reads them. */
+extern HAR_HIDDEN const har_engine_traits_t *const har_engine_traits[HAR_PATH_COUNT];
 
 #endif

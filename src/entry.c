@@ -22,9 +22,18 @@ static int at_mpi_init;          /* init runs inside MPI_Init, where collectives
 
 const char *har_version(void) { return HAR_VERSION_STRING; }
 
-void har_counters(unsigned long long counts[HAR_PATH_COUNT])
+/* The counters are the paths, in paths.h's order. */
+int har_counter_count(void) { return HAR_PATH_COUNT; }
+
+const char *har_counter_name(int index) { return har_path_name(index); }
+
+int har_counter_index(const char *name) { return name ? har_path_from_name(name) : -1; }
+
+int har_counters(unsigned long long *values, int n)
 {
-    for (int p = 0; p < HAR_PATH_COUNT; p++) counts[p] = __atomic_load_n(&counters[p], __ATOMIC_RELAXED);
+    for (int p = 0; values && p < n && p < HAR_PATH_COUNT; p++)
+        values[p] = __atomic_load_n(&counters[p], __ATOMIC_RELAXED);
+    return HAR_PATH_COUNT;
 }
 
 void har_counters_reset(void)
@@ -73,7 +82,7 @@ static void print_counters(void)
     char line[1024];
     size_t n = 0;
     for (int p = 0; p < HAR_PATH_COUNT; p++)
-        n += (size_t)snprintf(line + n, sizeof line - n, " %s=%llu", har_path_name((har_path_t)p), counters[p]);
+        n += (size_t)snprintf(line + n, sizeof line - n, " %s=%llu", har_path_name(p), counters[p]);
     har_log(HAR_LOG_INFO, "calls per path:%s", line);
 }
 
@@ -148,7 +157,7 @@ static int describe(har_call_t *call, const void *sbuf, void *rbuf, int count, M
         call->in_kind = call->in == call->out ? call->out_kind : har_mem_kind(call->in, &in_dev);
     }
     if (call->in == call->out) in_dev = out_dev;
-    call->device = call->in_kind == HAR_MEM_DEVICE && call->out_kind == HAR_MEM_DEVICE && in_dev == out_dev ? out_dev
+    call->gpu = call->in_kind == HAR_MEM_DEVICE && call->out_kind == HAR_MEM_DEVICE && in_dev == out_dev ? out_dev
                                                                                                           : -1;
     return call->red.fn && count > 0 && HAR_CFG(enable).i && comm != MPI_COMM_NULL && sbuf != rbuf && sbuf && rbuf;
 }
@@ -176,8 +185,8 @@ int har_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MP
     har_comm_t *c = NULL;
     har_status_t st = HAR_OK;
     int rc;
-    if (describe(&call, sbuf, rbuf, count, type, op, comm) && (c = har_comm_get(comm, &call, &st)) && c->usable &&
-        st == HAR_OK) {
+    if (describe(&call, sbuf, rbuf, count, type, op, comm) && (c = har_comm_get(comm, &call, &st)) &&
+        c->mode != HAR_COMM_FORWARDED && st == HAR_OK) {
         int forced = __atomic_load_n(&algo_override, __ATOMIC_RELAXED);
         st = har_comm_plan(c, &call, forced >= 0 ? (unsigned)forced : c->set.algo, &plan);
         if (st == HAR_OK && plan.engine != HAR_PATH_MPI) st = har_comm_run(c, &call, &plan);
@@ -215,7 +224,7 @@ int har_machine_class(MPI_Comm comm, int device, char *buf, int len)
 {
     if (!initialized || !buf || len <= 0 || comm == MPI_COMM_NULL) return MPI_ERR_OTHER;
     har_comm_t *c = har_comm_peek(comm);  /* only a state already made: asking is not collective */
-    if (!c || !c->usable) return MPI_ERR_OTHER;
+    if (!c || c->mode != HAR_COMM_SERVED) return MPI_ERR_OTHER;
     if (device && !c->surveyed) return MPI_ERR_OTHER;
     snprintf(buf, (size_t)len, "%s", device ? c->gpu.cls : c->host_cls);
     return MPI_SUCCESS;

@@ -17,15 +17,6 @@
 #include "core/log.h"
 #include "core/test.h"
 #include "host/check.h"
-#include "host/host.h"
-
-static const har_engine_ops_t *const engines[HAR_PATH_COUNT] = {
-#define HAR_ENGINE_ENTRY(id, name) [HAR_PATH_##id] = &har_engine_##name,
-    HAR_ENGINE_LIST(HAR_ENGINE_ENTRY)
-#undef HAR_ENGINE_ENTRY
-};
-
-const har_engine_ops_t *har_engine_of(int path) { return engines[path]; }
 
 /* What the node agreed at an arrival. */
 typedef struct {
@@ -33,16 +24,37 @@ typedef struct {
     int ctx_ranks;      /* ranks with a CUDA context for that GPU */
 } agreed_t;
 
-/* Engines that may serve: set up, not yet tried, or failed once and worth
- * one more try because a rank has reported a CUDA context since. */
+/* Engines built here that may serve: set up, not yet tried, or failed once
+ * and worth one more try because a rank has reported a CUDA context since. */
 static unsigned engines_on_offer(const har_comm_t *c, int ctx_ranks)
 {
     unsigned mask = 0;
     for (int e = 0; e < HAR_PATH_COUNT; e++) {
         const har_engine_slot_t *s = &c->eng[e];
-        if (s->state != HAR_ENGINE_OFF || (s->failed && !s->retried && ctx_ranks > s->ctx_ranks)) mask |= 1u << e;
+        int open = s->state == HAR_ENGINE_UNTRIED || s->state == HAR_ENGINE_READY ||
+                   (s->state == HAR_ENGINE_FAILED && !s->retried && ctx_ranks > s->ctx_ranks);
+        if (har_engines[e] && open) mask |= 1u << e;
     }
     return mask;
+}
+
+/* HAR_VERBOSE=2: once per communicator, after its device survey, why each
+ * device engine built here cannot serve this node's calls (the shape and
+ * settings part of its rules; types and ops depend on the call). */
+static void say_why_not(const har_comm_t *c, const har_plan_in_t *in)
+{
+    if (har_log_level < HAR_LOG_DEBUG || c->node.local_rank != 0) return;
+    for (int e = 0; e < HAR_PATH_COUNT; e++) {
+        const har_engine_traits_t *t = har_engine_traits[e];
+        if (!t || !(t->takes & HAR_TAKES_DEVICE) || (t->takes & HAR_TAKES_HOST)) continue;
+        har_plan_in_t any = *in;  /* a type and op it reduces */
+        any.dev_type = HAR_DT_F32;
+        any.dev_op = HAR_OP_SUM;
+        any.forced = 1u << e;
+        const char *why = har_plan_why_not(t, &any, &c->set);
+        if (why) HAR_LOG(HAR_LOG_DEBUG, "node %d: engine %s does not serve device buffers here: %s", c->node.node,
+                         har_path_name(e), why);
+    }
 }
 
 int har_call_wants_cuda(const har_node_t *node, const har_call_t *call, uint64_t no)
@@ -79,22 +91,25 @@ static har_status_t compare(har_node_t *node, uint64_t no)
     return HAR_OK;
 }
 
-/* The call's first node synchronisation: post this rank's record (and its
- * first chunk of input if `load`), wait for every local rank's, read theirs. */
-static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, size_t chunk_bytes, int load,
+/* The call's first node synchronisation: post this rank's record (and,
+ * where `host` plans an engine whose first step can carry it and `load`,
+ * its first chunk of input), wait for every local rank's, read theirs. */
+static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const har_plan_t *host, int load,
                            agreed_t *agreed)
 {
     har_node_t *node = &c->node;
     har_seg_t *seg = &node->seg;
+    const har_engine_t *e = har_engines[host->engine];
+    load = load && e && e->preload;
     if (load) {
-        har_status_t st = har_host_preload(node, call, chunk_bytes);
+        har_status_t st = e->preload(node, call, host->chunk_bytes);
         if (st != HAR_OK) return st;
     }
     har_arrival_t *mine = &har_seg_ctl(seg, node->local_rank)->arrival[no & 1];
-    int on_gpu = call->device >= 0;
-    mine->flags = (load ? HAR_ARRIVE_LOADED : 0) | (on_gpu && har_cuda_context_for(call->device) ? HAR_ARRIVE_CTX : 0) |
-                  (!c->surveyed || call->device == c->gpu.device ? HAR_ARRIVE_SAME : 0);
-    mine->dev = on_gpu ? call->device + 1 : 0;
+    int on_gpu = call->gpu >= 0;
+    mine->flags = (load ? HAR_ARRIVE_LOADED : 0) | (on_gpu && har_cuda_context_for(call->gpu) ? HAR_ARRIVE_CTX : 0) |
+                  (!c->surveyed || call->gpu == c->gpu.ordinal ? HAR_ARRIVE_SAME : 0);
+    mine->dev = on_gpu ? call->gpu + 1 : 0;
     har_arrival_of(mine, call, no);
     HAR_TEST_POINT("arrival");
     har_seg_signal(seg);
@@ -118,31 +133,29 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, size_t 
 }
 
 /* Sets an engine up: collective on the node, and every rank ends with the
- * same state. Device engines need every rank's CUDA context. */
-static har_status_t setup(har_comm_t *c, int e, const agreed_t *agreed)
+ * same state. Engines that take device buffers need every rank's CUDA
+ * context (har makes none). */
+static void setup(har_comm_t *c, int e, const agreed_t *agreed)
 {
     har_engine_slot_t *s = &c->eng[e];
-    har_engine_setup_t r;
-    if (s->failed) s->retried = 1;
-    if (agreed->ctx_ranks < c->node.local_size) {
-        har_node_agree(&c->node, 0, 0, e == HAR_PATH_IPC ? "CUDA IPC engine" : "NCCL engine",
-                       "device buffers but no current CUDA context on their GPU in this thread",
+    if (s->state == HAR_ENGINE_FAILED) s->retried = 1;
+    if (!(har_engines[e]->can.takes & HAR_TAKES_HOST) && agreed->ctx_ranks < c->node.local_size) {
+        char what[48];
+        snprintf(what, sizeof what, "engine %s", har_path_name(e));
+        har_node_agree(&c->node, 0, 0, what, "device buffers but no current CUDA context on their GPU in this thread",
                        "device buffers take another engine until a rank reports one");
-        r = HAR_ENGINE_FAILED;
+        s->state = HAR_ENGINE_FAILED;
     } else {
-        r = engines[e]->setup(&c->node, &c->gpu, &s->impl);
+        s->state = har_engines[e]->setup(&c->node, c->surveyed ? &c->gpu : NULL, &s->impl);
     }
-    s->state = r == HAR_ENGINE_READY ? HAR_ENGINE_ON : HAR_ENGINE_OFF;
-    s->failed = r == HAR_ENGINE_FAILED;
     s->ctx_ranks = agreed->ctx_ranks;
-    return HAR_OK;
 }
 
 har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan)
 {
     har_node_t *node = &c->node;
     har_seg_hdr_t *hdr = node->seg.hdr;
-    if (c->failed || har_node_failed(node)) {
+    if (c->mode == HAR_COMM_FAILED || har_node_failed(node)) {
         /* Numbered all the same: a failure heard before this call began may
          * be about it (a rank on another node found its arguments differ),
          * and har_comm_fail tells by the number. */
@@ -152,7 +165,7 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
     memset(plan, 0, sizeof *plan);
     plan->engine = HAR_PATH_MPI;
     plan->paths = HAR_BIT(MPI);
-    if (call->bytes < (uint64_t)c->set.min_bytes || call->bytes > (uint64_t)c->set.max_bytes) return HAR_OK;
+    if (har_plan_declines(call->bytes, &c->set)) return HAR_OK;
 
     uint64_t no = node->call = c->calls++;
     if (!c->cuda_node) {
@@ -167,33 +180,35 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
         }
     }
     har_plan_in_t in = {call->bytes, call->red.elem_size, node->local_size, node->nnodes, node->uniform, 0, 0,
-                        call->red.dev_type, call->red.dev_op, engines_on_offer(c, 0), forced, c->host_cls};
+                        call->red.dev_type, call->red.dev_op, har_engine_traits, engines_on_offer(c, 0), forced,
+                        c->host_cls};
     har_plan_t host = har_plan(&in, &c->set);
     agreed_t agreed = {0, 0};
     if (!c->cuda_node) {
         *plan = host;
         if (plan->engine == HAR_PATH_MPI) return HAR_OK;
-        return arrive(c, call, no, host.chunk_bytes, 1, &agreed);
+        return arrive(c, call, no, &host, 1, &agreed);
     }
-    int load = call->in_kind == HAR_MEM_HOST && host.engine == HAR_PATH_HOST_SEGMENT;
-    har_status_t st = arrive(c, call, no, host.chunk_bytes, load, &agreed);
+    har_status_t st = arrive(c, call, no, &host, call->in_kind == HAR_MEM_HOST, &agreed);
     if (st != HAR_OK) return st;
     if (!agreed.all_device) {
         *plan = host;  /* the same inputs as before the arrival */
         return HAR_OK;
     }
+    in.on_device = 1;
     if (!c->surveyed) {
-        if ((st = har_gpu_survey(node, call->device, &c->gpu)) != HAR_OK) return st;
+        if ((st = har_gpu_survey(node, call->gpu, &c->gpu)) != HAR_OK) return st;
         c->surveyed = 1;
+        in.shared_gpu = c->gpu.shared_gpu;
+        say_why_not(c, &in);
     }
-    in.device = 1;
     in.shared_gpu = c->gpu.shared_gpu;
     in.cls = c->gpu.cls;
     for (;;) {
         in.engines = engines_on_offer(c, agreed.ctx_ranks);
         *plan = har_plan(&in, &c->set);
-        if (plan->engine == HAR_PATH_MPI || c->eng[plan->engine].state == HAR_ENGINE_ON) return HAR_OK;
-        setup(c, plan->engine, &agreed);  /* on or off now, so the loop ends */
+        if (plan->engine == HAR_PATH_MPI || c->eng[plan->engine].state == HAR_ENGINE_READY) return HAR_OK;
+        setup(c, plan->engine, &agreed);  /* no longer untried, so the loop ends */
         if (har_node_failed(node)) return HAR_ERR_PEER_FAILED;  /* its exchanges failed (recorded) */
     }
 }
@@ -257,7 +272,7 @@ static void corrupt_result(const har_node_t *node, const har_call_t *call)
 
 har_status_t har_comm_run(har_comm_t *c, const har_call_t *call, const har_plan_t *plan)
 {
-    har_status_t st = engines[plan->engine]->run(c->eng[plan->engine].impl, &c->node, call, plan);
+    har_status_t st = har_engines[plan->engine]->run(c->eng[plan->engine].impl, &c->node, call, plan);
 #ifdef HAR_TEST_HOOKS
     if (st == HAR_OK) corrupt_result(&c->node, call);
 #endif
@@ -267,8 +282,8 @@ har_status_t har_comm_run(har_comm_t *c, const har_call_t *call, const har_plan_
 
 har_status_t har_comm_fail(har_comm_t *c, har_status_t st)
 {
-    if (!c->failed) {
-        c->failed = 1;
+    if (c->mode != HAR_COMM_FAILED) {
+        c->mode = HAR_COMM_FAILED;
         if (!har_node_failed(&c->node)) har_node_fail(&c->node, st, -1, "call");
         har_node_report(&c->node);
     }

@@ -24,7 +24,5 @@ HAR_HIDDEN har_status_t har_comm_fail(har_comm_t *c, har_status_t st);
 /* Does this rank have CUDA at call `no`: device buffers, or a current
  * context? (Cheap while the application has not loaded libcuda.) */
 HAR_HIDDEN int har_call_wants_cuda(const har_node_t *node, const har_call_t *call, uint64_t no);
-/* The engine serving a path (NULL for the MPI). */
-HAR_HIDDEN const har_engine_ops_t *har_engine_of(int path);
 
 #endif

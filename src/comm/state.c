@@ -47,7 +47,7 @@ static void release_segment(har_comm_t *c)
  * kernels may still read it, unless the communicator is failed or unused. */
 static int must_meet(const har_comm_t *c)
 {
-    if (!c->usable || c->failed) return 0;
+    if (c->mode != HAR_COMM_SERVED) return 0;
     for (int e = 0; e < HAR_PATH_COUNT; e++)
         if (c->eng[e].impl) return 1;  /* a device engine: the host engine keeps none */
     return 0;
@@ -75,10 +75,10 @@ static void state_free(har_comm_t *c)
     HAR_TEST_POINT("free");
     if (must_meet(c) && !finalizing) {  /* on the host segment (MPI_Comm_free is collective) */
         har_seg_signal(&node->seg);
-        if (har_node_wait_all(node, "free") != HAR_OK) c->failed = 1;
+        if (har_node_wait_all(node, "free") != HAR_OK) c->mode = HAR_COMM_FAILED;
     }
     for (int e = 0; e < HAR_PATH_COUNT; e++)
-        if (c->eng[e].impl) har_engine_of(e)->destroy(c->eng[e].impl);
+        if (c->eng[e].impl) har_engines[e]->destroy(c->eng[e].impl);
     har_gpu_release(&c->gpu);
     release_segment(c);
     free(node->scratch);
@@ -132,7 +132,7 @@ static int self_delete_cb(MPI_Comm comm, int kv, void *attr, void *extra)
     (void)comm; (void)kv; (void)attr; (void)extra;
     pthread_mutex_lock(&lock);
     for (har_comm_t *c = live; c; c = c->next) {
-        c->usable = 0;  /* nothing may touch the segments from now on */
+        c->mode = HAR_COMM_FORWARDED;  /* nothing may touch the segments from now on */
         if (c->node.seg.base) {
             har_seg_detach(&c->node.seg);
             segments--;
@@ -161,7 +161,7 @@ void har_comm_finalize(void)
     for (har_comm_t *c = live; c; c = c->next)
         if (must_meet(c)) har_seg_signal(&c->node.seg);
     for (har_comm_t *c = live; c; c = c->next)
-        if (must_meet(c) && har_node_wait_all(&c->node, "finalize") != HAR_OK) c->failed = 1;
+        if (must_meet(c) && har_node_wait_all(&c->node, "finalize") != HAR_OK) c->mode = HAR_COMM_FAILED;
     finalizing = 1;
     pthread_mutex_unlock(&lock);
     HAR_TEST_POINT("finalize");
@@ -280,7 +280,7 @@ static har_status_t node_table(har_comm_t *c, MPI_Comm leaders)
 }
 
 /* Node, rails, leaders, settings and segment. Collective over comm. Every
- * rank returns the same `usable`; a failure status when the ranks could not
+ * rank ends in the same mode; a failure status when the ranks could not
  * even agree (a peer died, HAR_TIMEOUT). */
 static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
 {
@@ -339,7 +339,7 @@ static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
         else
             HAR_WARN_ONCE("HAR_MAX_COMMS=%lld communicators of this process hold a node segment: later ones' "
                           "all-reduces go to the MPI", HAR_CFG(max_comms).i);
-        c->usable = 0;
+        c->mode = HAR_COMM_FORWARDED;
         return HAR_OK;
     }
     size_t slot = (size_t)c->set.slot_bytes;
@@ -352,9 +352,9 @@ static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
                    ok && har_call_wants_cuda(node, call, 0) ? -1 : 0}, all[2];
     st = har_node_exchange(node, PMPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MIN, comm, &req), &req, "set-up");
     if (st != HAR_OK) return st;
-    c->usable = all[0];
+    c->mode = all[0] ? HAR_COMM_SERVED : HAR_COMM_FORWARDED;
     c->cuda_node = all[1] < 0;
-    if (!c->usable) {
+    if (c->mode == HAR_COMM_FORWARDED) {
         release_segment(c);
         if (node->rank == 0)
             har_log(HAR_LOG_WARN, "node segment could not be set up on every rank; "
@@ -394,20 +394,14 @@ har_comm_t *har_comm_get(MPI_Comm comm, const har_call_t *call, har_status_t *st
     c->node.comm = comm;
     c->node.node_comm = c->node.rail_comm = c->node.leader_comm = c->node.notice_comm = MPI_COMM_NULL;
     c->node.notice_req = MPI_REQUEST_NULL;
-    c->eng[HAR_PATH_HOST_SEGMENT].state = HAR_ENGINE_ON;
     int inter = 0, size = 1;
     PMPI_Comm_test_inter(comm, &inter);
     if (!inter) PMPI_Comm_size(comm, &size);
-    /* Both facts are the same on every rank: no collective needed to agree. */
+    c->mode = HAR_COMM_FORWARDED;  /* both facts below are the same on every rank: no need to agree */
     if (!inter && size > 1) {
+        /* If the ranks could not even agree, every call here fails from
+         * now on, as after a failure in a call: the caller fails it. */
         *st = state_setup(c, call);
-        /* The ranks could not even agree: every call here fails from now
-         * on, as after a failure in a call (the caller fails it). */
-        if (*st != HAR_OK) c->usable = 1;
-        /* HAR_CHECK verifies the host segment's slots and the ring: device
-         * buffers take those, never NCCL or the kernels (off, not failed:
-         * never retried). */
-        if (c->set.check) c->eng[HAR_PATH_IPC].state = c->eng[HAR_PATH_NCCL].state = HAR_ENGINE_OFF;
     }
     pthread_mutex_lock(&lock);
     c->next = live;

@@ -6,22 +6,25 @@
 
 #include "engine.h"
 
-typedef enum { HAR_ENGINE_UNTRIED, HAR_ENGINE_ON, HAR_ENGINE_OFF } har_engine_state_t;
-
 typedef struct {
     void *impl;
     har_engine_state_t state;
-    int failed;                 /* OFF after a failed set-up (not NOT_HERE) */
-    int ctx_ranks;              /* local ranks reporting a CUDA context when it failed */
-    int retried;                /* the one retry was made */
+    int ctx_ranks;              /* local ranks reporting a CUDA context at its last set-up */
+    int retried;                /* a failed set-up was tried once more */
 } har_engine_slot_t;
+
+/* How a communicator's calls are served. */
+typedef enum {
+    HAR_COMM_SERVED = 0,        /* har plans every eligible call */
+    HAR_COMM_FORWARDED,         /* its set-up could not be completed on every rank: every call goes to the MPI */
+    HAR_COMM_FAILED             /* a call failed after peers were involved: every later call fails */
+} har_comm_mode_t;
 
 typedef struct har_comm {
     struct har_comm *next, *prev;   /* every live state, for MPI_Finalize */
     har_node_t node;
     har_settings_t set;             /* rank 0's */
-    int usable;                     /* 0: set-up failed on some rank: every call goes to the MPI */
-    int failed;                     /* a call failed after peers were involved: every later call fails */
+    har_comm_mode_t mode;
     uint64_t calls;                 /* calls planned on this communicator: the same count on every rank */
     int cuda_node;                  /* the node agreed some rank has CUDA: every call starts with an arrival */
     int surveyed;                   /* gpu holds the node's device survey */
@@ -34,7 +37,7 @@ HAR_HIDDEN void har_comm_init(void);
 /* Releases every state (MPI_Finalize): every rank's last call is over. */
 HAR_HIDDEN void har_comm_finalize(void);
 /* This communicator's state, made collectively at its first eligible call
- * (`call`); NULL when the MPI refuses the attribute. Not usable for
+ * (`call`); NULL when the MPI refuses the attribute. Forwarded for
  * communicators har does not serve (inter-communicators, one rank) or
  * whose set-up failed on some rank (their calls go to the MPI). *st says
  * whether the set-up itself failed with peers involved (a death, a

@@ -24,24 +24,6 @@ static const har_var_desc_t vars[HAR_NVARS] = {
 #undef HAR_VAR_DESC
 };
 
-static const char *const path_names[] = {
-#define HAR_PATH_NAME(id, name, doc) name,
-    HAR_PATH_LIST(HAR_PATH_NAME)
-#undef HAR_PATH_NAME
-};
-
-const char *har_path_name(har_path_t path)
-{
-    return (unsigned)path < HAR_PATH_COUNT ? path_names[path] : NULL;
-}
-
-int har_path_from_name(const char *name)
-{
-    for (int p = 0; p < HAR_PATH_COUNT; p++)
-        if (strcmp(name, path_names[p]) == 0) return p;
-    return -1;
-}
-
 unsigned har_choice_parse(const char *text, unsigned allowed, int *ok)
 {
     unsigned mask = 0;
@@ -72,7 +54,7 @@ void har_choice_format(unsigned mask, char *buf, size_t len)
     buf[0] = '\0';
     if (!mask) snprintf(buf, len, "auto");
     for (int p = 0; p < HAR_PATH_COUNT && n < len; p++)
-        if (mask & (1u << p)) n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "+" : "", path_names[p]);
+        if (mask & (1u << p)) n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "+" : "", har_path_name(p));
 }
 
 static void env_name(const char *field, char *out, size_t len)

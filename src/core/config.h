@@ -7,7 +7,7 @@
 #define HAR_CONFIG_H
 
 #include <stdio.h>
-#include "core/common.h"
+#include "core/paths.h"
 
 typedef enum { HAR_T_BOOL, HAR_T_INT, HAR_T_SIZE, HAR_T_SECONDS, HAR_T_STR, HAR_T_ENUM, HAR_T_CHOICE } har_var_type_t;
 enum { LOCAL = 0, RANK0 = 1 };
@@ -128,9 +128,9 @@ HAR_HIDDEN void har_choice_format(unsigned mask, char *buf, size_t len);
 /* A size in bytes: a number with an optional K, M or G (binary) and an
  * optional B; -1 if it is not one. */
 HAR_HIDDEN double har_parse_size(const char *text);
-/* The names a choice may use: engines and shots. */
-#define HAR_CHOICE_NAMES ((1u << HAR_PATH_MPI) | (1u << HAR_PATH_HOST_SEGMENT) | (1u << HAR_PATH_IPC) | \
-                          (1u << HAR_PATH_NCCL) | (1u << HAR_PATH_ONE_SHOT) | (1u << HAR_PATH_TWO_SHOT))
-#define HAR_BIT(p) (1u << HAR_PATH_##p)
+/* The names a choice may use: the engines (the MPI among them) and shots. */
+#define HAR_ENGINE_BIT(id, name, built, doc) | HAR_BIT(id)
+#define HAR_ENGINE_BITS (0 HAR_ENGINE_LIST(HAR_ENGINE_BIT))
+#define HAR_CHOICE_NAMES (HAR_ENGINE_BITS | HAR_BIT(MPI) | HAR_BIT(ONE_SHOT) | HAR_BIT(TWO_SHOT))
 
 #endif

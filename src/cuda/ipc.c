@@ -28,7 +28,7 @@
 #include "inter/inter.h"
 
 typedef struct {
-    int nranks, me, device;
+    int nranks, me, gpu;                 /* gpu: ordinal here of the GPU the segment is on */
     int max_blocks;                      /* the grid the node agreed */
     size_t slot_bytes;
     char *base;                          /* own allocation */
@@ -50,7 +50,7 @@ static void ipc_destroy(void *engine)
     ipc_t *d = engine;
     if (!d) return;
     har_gpu_scope_t scope;
-    har_gpu_enter(d->device, &scope);
+    har_gpu_enter(d->gpu, &scope);
     for (int r = 0; r < d->nranks; r++)
         if (d->peer[r] && r != d->me) cudaIpcCloseMemHandle(d->peer[r]);
     if (d->base) cudaFree(d->base);
@@ -107,7 +107,7 @@ static int map_peers(ipc_t *d, const offer_t *offers, char *why, size_t why_len)
 static int safe_grid(const har_node_t *node, const har_gpu_t *gpu, char *why, size_t why_len)
 {
     int per_sm = har_dev_blocks_per_sm(), gpu_sms = 0, ctx_sms = har_cuda_context_sms();
-    if (har_gpu_check(cudaDeviceGetAttribute(&gpu_sms, cudaDevAttrMultiProcessorCount, gpu->device),
+    if (har_gpu_check(cudaDeviceGetAttribute(&gpu_sms, cudaDevAttrMultiProcessorCount, gpu->ordinal),
                       "cudaDeviceGetAttribute") != HAR_OK || per_sm <= 0) {
         snprintf(why, why_len, "the runtime could not say how many blocks fit on the GPU");
         return 0;
@@ -127,7 +127,7 @@ static int safe_grid(const har_node_t *node, const har_gpu_t *gpu, char *why, si
     return grid;
 }
 
-static har_engine_setup_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void **engine)
+static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void **engine)
 {
     const char *what = "CUDA IPC engine", *instead = "device buffers take NCCL or the host segment";
     char why[256] = "";
@@ -136,8 +136,6 @@ static har_engine_setup_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
     int here = 1;
     const char *share = HAR_CFG(ipc_shared_gpu).s;
     if (!HAR_CFG(ipc).i) here = 0, snprintf(why, sizeof why, "HAR_IPC=0");
-    else if (node->local_size > HAR_DEV_MAX_RANKS)
-        here = 0, snprintf(why, sizeof why, "more than %d local ranks", HAR_DEV_MAX_RANKS);
     else if (gpu->shared_gpu && (strcmp(share, "0") == 0 || (strcmp(share, "auto") == 0 && !gpu->mps)))
         here = 0, snprintf(why, sizeof why, "local ranks share a GPU %s", gpu->mps ? "and HAR_IPC_SHARED_GPU=0"
                            : "without MPS, so their kernels would time-slice (HAR_IPC_SHARED_GPU=1 allows it)");
@@ -157,11 +155,11 @@ static har_engine_setup_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
     if (ok) {
         d->nranks = node->local_size;
         d->me = node->local_rank;
-        d->device = gpu->device;
+        d->gpu = gpu->ordinal;
         d->slot_bytes = (size_t)node->set->device_slot_bytes;
         size_t bytes = HAR_DEV_FLAG_BYTES + 2 * d->slot_bytes;
         uint32_t pattern[4] = {0x68617221u, (uint32_t)d->me, 0, 0};
-        ok = har_gpu_enter(d->device, &scope) == HAR_OK &&
+        ok = har_gpu_enter(d->gpu, &scope) == HAR_OK &&
              har_gpu_check(cudaStreamCreateWithFlags(&d->stream, cudaStreamDefault), "cudaStreamCreate") == HAR_OK &&
              har_gpu_check(cudaMalloc((void **)&d->base, bytes), "cudaMalloc (CUDA IPC segment)") == HAR_OK &&
              har_gpu_check(cudaMemset(d->base, 0, HAR_DEV_FLAG_BYTES), "cudaMemset") == HAR_OK &&
@@ -204,7 +202,7 @@ static har_engine_setup_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         return HAR_ENGINE_FAILED;
     }
     HAR_LOG(HAR_LOG_DEBUG, "CUDA IPC engine: %d local ranks, GPU %d, %zu bytes of GPU memory per rank, kernels of at "
-            "most %d blocks", d->nranks, d->device, HAR_DEV_FLAG_BYTES + 2 * d->slot_bytes, d->max_blocks);
+            "most %d blocks", d->nranks, d->gpu, HAR_DEV_FLAG_BYTES + 2 * d->slot_bytes, d->max_blocks);
     *engine = d;
     return HAR_ENGINE_READY;
 }
@@ -277,10 +275,17 @@ static har_status_t ipc_run(void *engine, har_node_t *node, const har_call_t *ca
 {
     ipc_t *d = engine;
     har_gpu_scope_t scope;
-    har_status_t st = har_gpu_enter(d->device, &scope);
+    har_status_t st = har_gpu_enter(d->gpu, &scope);
     if (st == HAR_OK) st = run_chunks(d, node, call, plan);
     har_gpu_leave(&scope);
     return st;
 }
 
-const har_engine_ops_t har_engine_ipc = {ipc_setup, ipc_run, ipc_destroy};
+/* The kernels reduce the 32- and 64-bit types with every op; a device
+ * segment serves at most HAR_DEV_MAX_RANKS ranks (its flag area). */
+const har_engine_t har_engine_ipc = {
+    .can = {.path = HAR_PATH_IPC, .takes = HAR_TAKES_DEVICE, .shots = HAR_BIT(ONE_SHOT) | HAR_BIT(TWO_SHOT),
+            .kernel_types = 1, .across = HAR_BIT(RAILS), .shared_gpu = 1, .max_local = HAR_DEV_MAX_RANKS,
+            .rank = 1, .device_slot = 1, .first_from = HAR_NO_SETTING,
+            .one_shot_max = offsetof(har_settings_t, device_one_shot_max)},
+    .setup = ipc_setup, .run = ipc_run, .destroy = ipc_destroy};

@@ -1,11 +1,11 @@
-/* The reduction kernels over a CUDA IPC node segment, and the element type
- * and op codes they (and NCCL, and the plan) use. Shared by C (ipc.c,
- * nccl.c, plan.c, reduce.c) and CUDA (kernels.cu). */
+/* The reduction kernels over a CUDA IPC node segment. Shared by C (ipc.c)
+ * and CUDA (kernels.cu). */
 #ifndef HAR_KERNELS_H
 #define HAR_KERNELS_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include "core/types.h"
 
 #define HAR_DEV_MAX_RANKS 8     /* local ranks a device segment serves */
 #define HAR_DEV_MAX_BLOCKS 64   /* blocks per kernel: enough to fill NVLink */
@@ -17,12 +17,6 @@
 #define HAR_DEV_PROBE_OFFSET ((size_t)HAR_DEV_MAX_RANKS * HAR_DEV_MAX_BLOCKS * HAR_DEV_LINE)
 #define HAR_DEV_FLAG_BYTES (HAR_DEV_PROBE_OFFSET + 4096)
 
-/* Element types and ops the kernels reduce. */
-typedef enum { HAR_DT_NONE = -1, HAR_DT_F32, HAR_DT_F64, HAR_DT_I32, HAR_DT_U32, HAR_DT_I64, HAR_DT_U64 } har_dtype_t;
-typedef enum {
-    HAR_OP_NONE = -1, HAR_OP_SUM, HAR_OP_PROD, HAR_OP_MIN, HAR_OP_MAX,
-    HAR_OP_BAND, HAR_OP_BOR, HAR_OP_BXOR, HAR_OP_LAND, HAR_OP_LOR, HAR_OP_LXOR
-} har_opcode_t;
 
 /* What one kernel does with one chunk. */
 typedef enum {

@@ -72,7 +72,7 @@ har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
     CUuuid uuid;
     memset(gpu, 0, sizeof *gpu);
     memset(&mine, 0, sizeof mine);
-    gpu->device = device;
+    gpu->ordinal = device;
     gpu->nranks = node->local_size;
     int me = node->local_rank;
     MPI_Request req;
@@ -143,7 +143,7 @@ har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
 {
     (void)node;
     memset(gpu, 0, sizeof *gpu);
-    gpu->device = device;
+    gpu->ordinal = device;
     return HAR_ERR_CUDA;  /* unreachable: without CUDA no buffer is device memory */
 }
 #endif

@@ -10,7 +10,7 @@
 #include "plan/tuning.h"
 
 typedef struct {
-    int device;                 /* this rank's GPU, as its buffers say (ordinal here) */
+    int ordinal;                /* this rank's GPU, as its buffers say (ordinal in this process) */
     int nranks;
     int shared_gpu;             /* some local ranks share a GPU (agreed) */
     int same_gpu;               /* local ranks on this rank's GPU, itself included */

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "host/reduce.h"
-#include "cuda/kernels.h"
+#include "core/types.h"
 
 #define LOOP(name, T, expr)                                                   \
     static void name(void *restrict inout_, const void *restrict in_, size_t n) \
@@ -139,7 +139,7 @@ har_reduce_t har_reduce_lookup(MPI_Datatype type, MPI_Op op)
     return r;
 }
 
-const char *har_call_text(uint64_t count, uint16_t type_code, int op, uint64_t call, char *buf, size_t len)
+const char *har_reduce_text(uint64_t count, uint16_t type_code, int op, uint64_t call, char *buf, size_t len)
 {
     static const char *const kinds[] = {"?", "int", "float", "bool", "byte"};
     static const char *const ops[] = {"sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor"};

@@ -3,14 +3,15 @@
  * watched. It needs no CUDA IPC: it serves wherever every local rank holds
  * device buffers on a GPU of its own, with or without peer access between
  * them (NCCL picks its own transport). One node only: NCCL across nodes
- * needs an agreement wider than the node. */
+ * needs an agreement wider than the node. What it serves is in its
+ * descriptor at the end. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
 #include "core/config.h"
 #include "core/log.h"
-#include "cuda/kernels.h"
+#include "core/types.h"
 #include "cuda/stream.h"
 #include "engine.h"
 #include "nccl/nccl_api.h"
@@ -31,7 +32,7 @@ static void load(void)
 }
 
 typedef struct {
-    int device;
+    int gpu;                  /* ordinal, in this process, of the GPU it works on */
     har_ncclComm_t comm;
     cudaStream_t stream;  /* blocking, as the IPC engine's (ipc.c says why) */
 } nccl_t;
@@ -41,7 +42,7 @@ static void nccl_destroy(void *engine)
     nccl_t *e = engine;
     if (!e) return;
     har_gpu_scope_t scope;
-    har_gpu_enter(e->device, &scope);
+    har_gpu_enter(e->gpu, &scope);
     /* Nothing is in flight: abort is a local teardown, where destroy may wait
      * for the peers (gone after a failure, or freeing in another order). */
     if (e->comm) lib.api.comm_abort(e->comm);
@@ -51,7 +52,7 @@ static void nccl_destroy(void *engine)
     free(e);
 }
 
-static har_engine_setup_t nccl_setup(har_node_t *node, const har_gpu_t *gpu, void **engine)
+static har_engine_state_t nccl_setup(har_node_t *node, const har_gpu_t *gpu, void **engine)
 {
     const char *what = "NCCL engine", *instead = "device buffers take the CUDA IPC kernels or the host segment";
     char why[320] = "";
@@ -60,9 +61,7 @@ static har_engine_setup_t nccl_setup(har_node_t *node, const har_gpu_t *gpu, voi
      * ncclCommInitRank, which waits for all ranks. */
     pthread_once(&lib.once, load);
     int here = 1;
-    if (node->nnodes > 1) here = 0, snprintf(why, sizeof why, "the communicator spans nodes");
-    else if (gpu->shared_gpu) here = 0, snprintf(why, sizeof why, "local ranks share a GPU (NCCL refuses that)");
-    else if (!lib.loaded) here = 0, snprintf(why, sizeof why, "not loaded: %s", lib.why);
+    if (!lib.loaded) here = 0, snprintf(why, sizeof why, "not loaded: %s", lib.why);
     if (!har_node_agree(node, here, 1, what, why, instead)) return HAR_ENGINE_NOT_HERE;
 
     nccl_t *e = calloc(1, sizeof *e);
@@ -70,8 +69,8 @@ static har_engine_setup_t nccl_setup(har_node_t *node, const har_gpu_t *gpu, voi
     int ok = e != NULL;
     struct { har_ncclUniqueId id; int ok; } id = {{{0}}, 1};
     if (ok) {
-        e->device = gpu->device;
-        ok = har_gpu_enter(e->device, &scope) == HAR_OK &&
+        e->gpu = gpu->ordinal;
+        ok = har_gpu_enter(e->gpu, &scope) == HAR_OK &&
              har_gpu_check(cudaStreamCreateWithFlags(&e->stream, cudaStreamDefault), "cudaStreamCreate") == HAR_OK;
     }
     if (ok && node->local_rank == 0) {
@@ -129,7 +128,7 @@ static int nccl_op(int op)
     case HAR_OP_PROD: return HAR_NCCL_PROD;
     case HAR_OP_MIN: return HAR_NCCL_MIN;
     case HAR_OP_MAX: return HAR_NCCL_MAX;
-    default: return -1;  /* plan.c offers NCCL only these */
+    default: return -1;  /* its traits (below) offer NCCL only these */
     }
 }
 
@@ -160,7 +159,7 @@ static har_status_t nccl_run(void *engine, har_node_t *node, const har_call_t *c
     har_gpu_watch_t watch = {async_error, abort_comm, e};
     har_gpu_scope_t scope;
     if (!e->comm) return HAR_ERR_PEER_FAILED;  /* aborted by an earlier failure */
-    har_status_t st = har_gpu_enter(e->device, &scope);
+    har_status_t st = har_gpu_enter(e->gpu, &scope);
     if (st == HAR_OK) {
         har_ncclResult_t r = lib.api.all_reduce(call->in, call->out, call->count, nccl_dtype(call->red.dev_type),
                                                 nccl_op(call->red.dev_op), e->comm, e->stream);
@@ -176,4 +175,11 @@ static har_status_t nccl_run(void *engine, har_node_t *node, const har_call_t *c
     return st;
 }
 
-const har_engine_ops_t har_engine_nccl = {nccl_setup, nccl_run, nccl_destroy};
+/* One node (its communicator is the node's), a GPU per rank (NCCL refuses
+ * two ranks on one), the kernels' types with sum, prod, min and max; for
+ * large calls first (HAR_NCCL_MIN_BYTES), else after the kernels. */
+const har_engine_t har_engine_nccl = {
+    .can = {.path = HAR_PATH_NCCL, .takes = HAR_TAKES_DEVICE, .kernel_types = 1,
+            .ops = HAR_OP_BIT(SUM) | HAR_OP_BIT(PROD) | HAR_OP_BIT(MIN) | HAR_OP_BIT(MAX), .rank = 2,
+            .first_from = offsetof(har_settings_t, nccl_min_bytes), .one_shot_max = HAR_NO_SETTING},
+    .setup = nccl_setup, .run = nccl_run, .destroy = nccl_destroy};

@@ -2,7 +2,7 @@
  * local rank shares, so every rank plans the same call the same way. */
 #include <string.h>
 #include "plan/plan.h"
-#include "cuda/kernels.h"
+#include "core/types.h"
 
 #define SHARD_ALIGN 64  /* shards never share a cache line between writers */
 
@@ -24,38 +24,66 @@ void har_settings_from(const har_config_t *cfg, har_settings_t *s)
     s->algo = (unsigned)cfg->v[HAR_V_algo].i;
 }
 
-/* NCCL reduces these types with sum, prod, min and max only. */
-static int nccl_serves(int dev_type, int dev_op)
+int har_plan_declines(uint64_t bytes, const har_settings_t *s)
 {
-    return dev_type != HAR_DT_NONE && (dev_op == HAR_OP_SUM || dev_op == HAR_OP_PROD || dev_op == HAR_OP_MIN ||
-                                       dev_op == HAR_OP_MAX);
+    return bytes < (uint64_t)s->min_bytes || bytes > (uint64_t)s->max_bytes;
+}
+
+static long long setting(const har_settings_t *s, ptrdiff_t at)
+{
+    return at == HAR_NO_SETTING ? 0 : *(const long long *)((const char *)s + at);
+}
+
+const char *har_plan_why_not(const har_engine_traits_t *e, const har_plan_in_t *in, const har_settings_t *s)
+{
+    unsigned bit = 1u << e->path;
+    if (e->forced_only && !(in->forced & bit)) return "serves only calls forced to it";
+    if (!(e->takes & (in->on_device ? HAR_TAKES_DEVICE : HAR_TAKES_HOST)))
+        return in->on_device ? "takes no device buffers" : "takes only device buffers on every local rank";
+    if (e->kernel_types && in->dev_type == HAR_DT_NONE) return "does not reduce this type";
+    if (e->ops && (in->dev_op == HAR_OP_NONE || !(e->ops & (1u << in->dev_op)))) return "does not reduce this op";
+    if (in->nnodes > 1 && !(e->across & (in->uniform ? HAR_BIT(RAILS) : HAR_BIT(LEADER))))
+        return in->uniform ? "serves one node only" : "does not serve nodes of different sizes";
+    if (in->shared_gpu && !e->shared_gpu) return "does not serve ranks that share a GPU";
+    if (e->max_local && in->local_size > e->max_local) return "serves nodes of fewer ranks";
+    if (s->check && !e->checked) return "HAR_CHECK cannot verify it";
+    return NULL;
 }
 
 int har_plan_candidates(const har_plan_in_t *in, const har_settings_t *s, unsigned *cand)
 {
-    int n = 0, one_node = in->nnodes == 1;
-    int host_one = one_node && in->bytes <= (uint64_t)s->one_shot_max;
-    int ipc_one = one_node && in->bytes <= (uint64_t)s->device_one_shot_max;
-    /* Across nodes, nodes may hold different memory kinds: only plans that
-     * chunk alike and ring alike whatever the kind remain (two-shot on either
-     * segment), and the MPI only when forced (the same everywhere). */
-    int ipc = in->device && (in->engines & HAR_BIT(IPC)) && in->dev_type != HAR_DT_NONE &&
-              in->dev_op != HAR_OP_NONE && (one_node || in->uniform);
-    int nccl = in->device && (in->engines & HAR_BIT(NCCL)) && one_node && !in->shared_gpu &&
-               nccl_serves(in->dev_type, in->dev_op);
-    unsigned host = HAR_BIT(HOST_SEGMENT), ipc_bit = HAR_BIT(IPC), one = HAR_BIT(ONE_SHOT), two = HAR_BIT(TWO_SHOT);
-    /* The thresholds' order: NCCL for large device messages (it passed the
-     * kernels from 32 MiB on 2 H200s), the kernels, NCCL (far faster than
-     * copying device buffers through host memory), the host segment. */
-    int nccl_first = nccl && s->nccl_min_bytes > 0 && in->bytes >= (uint64_t)s->nccl_min_bytes;
-    if (nccl_first) cand[n++] = HAR_BIT(NCCL);
-    if (ipc) {
-        cand[n++] = ipc_bit | (ipc_one ? one : two);
-        if (one_node) cand[n++] = ipc_bit | (ipc_one ? two : one);
+    const har_engine_traits_t *order[HAR_PATH_COUNT];
+    int n = 0, k = 0, one_node = in->nnodes == 1;
+    for (int p = 0; p < HAR_PATH_COUNT; p++) {
+        const har_engine_traits_t *e = in->traits[p];
+        if (!e || !(in->engines & (1u << p)) || har_plan_why_not(e, in, s)) continue;
+        int at = k++;  /* by rank, the list's order among equals */
+        while (at > 0 && order[at - 1]->rank > e->rank) order[at] = order[at - 1], at--;
+        order[at] = e;
     }
-    if (nccl && !nccl_first) cand[n++] = HAR_BIT(NCCL);
-    cand[n++] = host | (host_one ? one : two);
-    if (one_node) cand[n++] = host | (host_one ? two : one);
+    /* An engine past its first_from size comes first (NCCL passed the
+     * kernels from 32 MiB on 2 H200s); the rest keep their order. */
+    for (int i = 1; i < k; i++) {
+        long long from = setting(s, order[i]->first_from);
+        if (from <= 0 || in->bytes < (uint64_t)from) continue;
+        const har_engine_traits_t *e = order[i];
+        for (int j = i; j > 0; j--) order[j] = order[j - 1];
+        order[0] = e;
+    }
+    unsigned one = HAR_BIT(ONE_SHOT), two = HAR_BIT(TWO_SHOT);
+    for (int i = 0; i < k; i++) {
+        const har_engine_traits_t *e = order[i];
+        unsigned bit = 1u << e->path;
+        if (!e->shots) {
+            cand[n++] = bit;
+            continue;
+        }
+        /* Across nodes only two-shot: every node's engine then rings alike. */
+        int prefer_one = one_node && in->bytes <= (uint64_t)setting(s, e->one_shot_max);
+        unsigned first = prefer_one ? one : two, second = prefer_one ? two : one;
+        if (e->shots & first) cand[n++] = bit | first;
+        if (one_node && (e->shots & second)) cand[n++] = bit | second;
+    }
     if (one_node || (in->forced & HAR_BIT(MPI))) cand[n++] = HAR_BIT(MPI);
     return n;
 }
@@ -78,25 +106,26 @@ har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s)
 {
     har_plan_t p;
     memset(&p, 0, sizeof p);
-    unsigned cand[8];
+    unsigned cand[HAR_PLAN_MAX];
     int n = har_plan_candidates(in, s, cand);
     /* HAR_ALGO first, then the table's row; a choice no candidate meets is
      * passed over, and the thresholds' order decides among what is left. */
     narrow(cand, &n, in->forced);
-    p.row = har_tune_lookup(s->tune, s->ntune, in->device, in->cls, in->local_size, in->nnodes, in->bytes);
+    p.row = har_tune_lookup(s->tune, s->ntune, in->on_device, in->cls, in->local_size, in->nnodes, in->bytes);
     if (p.row && !narrow(cand, &n, p.row->choice)) p.row = NULL;  /* no candidate meets it: it did not decide */
     unsigned chosen = cand[0];
-    p.engine = chosen & HAR_BIT(NCCL) ? HAR_PATH_NCCL : chosen & HAR_BIT(IPC) ? HAR_PATH_IPC
-             : chosen & HAR_BIT(HOST_SEGMENT) ? HAR_PATH_HOST_SEGMENT : HAR_PATH_MPI;
+    p.engine = HAR_PATH_MPI;
+    for (int e = 0; e < HAR_PATH_COUNT; e++)
+        if (in->traits[e] && (chosen & (1u << e))) p.engine = e;
     p.one_shot = (chosen & HAR_BIT(ONE_SHOT)) != 0;
     p.paths = chosen;
-    if (in->nnodes > 1 && (p.engine == HAR_PATH_HOST_SEGMENT || p.engine == HAR_PATH_IPC))
+    if (in->nnodes > 1 && p.engine != HAR_PATH_MPI)
         p.paths |= (in->uniform ? HAR_BIT(RAILS) : HAR_BIT(LEADER)) | (s->inter_mpi ? HAR_BIT(INTER_MPI) : HAR_BIT(RING));
     /* Across nodes the rails pair ranks of nodes that may use different
-     * segments: both chunk by the smaller slot, from settings all share. */
+     * engines: all chunk by the smaller slot, from settings all share. */
     size_t host = (size_t)s->slot_bytes, dev = (size_t)s->device_slot_bytes;
     if (in->nnodes > 1) p.chunk_bytes = host < dev ? host : dev;
-    else p.chunk_bytes = p.engine == HAR_PATH_IPC ? dev : host;
+    else p.chunk_bytes = p.engine != HAR_PATH_MPI && in->traits[p.engine]->device_slot ? dev : host;
     return p;
 }
 

@@ -5,14 +5,10 @@
 #ifndef HAR_PLAN_H
 #define HAR_PLAN_H
 
+#include <stddef.h>
 #include "core/config.h"
+#include "core/types.h"
 #include "plan/tuning.h"
-
-/* The engines har runs, each a path name too (har.h); the fourth plan
- * target, the MPI's own all-reduce, is no engine (entry.c forwards). Adding
- * an engine: its entry here, its rules in plan.c (har_plan_candidates), its
- * folder, which defines har_engine_<name> (engine.h). */
-#define HAR_ENGINE_LIST(X) X(HOST_SEGMENT, host_segment) X(IPC, ipc) X(NCCL, nccl)
 
 /* A communicator's settings: rank 0's values of the RANK0 variables,
  * derived into the form the plan and the engines use. */
@@ -29,14 +25,41 @@ typedef struct {
 /* Everything but the table, from a configuration's values. */
 HAR_HIDDEN void har_settings_from(const har_config_t *cfg, har_settings_t *s);
 
+/* What an engine can serve, as its descriptor (engine.h) states it: every
+ * rule the plan applies to it. What only its set-up can find out (peer
+ * access, MPS, a library that loads) the node agrees on there. */
+enum { HAR_TAKES_HOST = 1, HAR_TAKES_DEVICE = 2 };
+#define HAR_NO_SETTING ((ptrdiff_t)-1)
+typedef struct {
+    int path;                   /* its path, HAR_PATH_x */
+    unsigned takes;             /* HAR_TAKES_HOST: any buffers, copied in and out; HAR_TAKES_DEVICE: device
+                                 * buffers of every local rank, on the GPU its set-up chose */
+    unsigned shots;             /* HAR_BIT(ONE_SHOT) and HAR_BIT(TWO_SHOT) it runs; 0: an algorithm of its own */
+    int kernel_types;           /* only the types the device kernels reduce (core/types.h) */
+    unsigned ops;               /* the ops it reduces (HAR_OP_BIT), 0: every op har serves */
+    unsigned across;            /* across nodes, the layouts it serves: HAR_BIT(RAILS), HAR_BIT(LEADER); 0: one node */
+    int shared_gpu;             /* serves ranks that share a GPU */
+    int max_local;              /* most ranks on a node, 0: no limit */
+    int checked;                /* HAR_CHECK verifies what it moves; under HAR_CHECK only such engines serve */
+    int forced_only;            /* serves only calls that HAR_ALGO or har_set_algo send it */
+    int device_slot;            /* passes through HAR_DEVICE_SLOT_BYTES (else HAR_SLOT_BYTES) */
+    /* The thresholds' order: engines by rank, lowest first, except that one
+     * whose first_from setting (an offset into har_settings_t) is above 0
+     * comes first for calls of at least that many bytes; one-shot is
+     * preferred up to the one_shot_max setting. */
+    int rank;
+    ptrdiff_t first_from, one_shot_max;
+} har_engine_traits_t;
+
 /* What a call's plan depends on: the same on every local rank. */
 typedef struct {
     uint64_t bytes;
     size_t elem;
     int local_size, nnodes, uniform;
-    int device;                 /* every local rank holds device buffers on its own engine's GPU (agreed) */
+    int on_device;              /* every local rank holds device buffers on its own engine's GPU (agreed) */
     int shared_gpu;             /* some local ranks share a GPU (agreed at the device survey) */
-    int dev_type, dev_op;       /* the kernels' codes (kernels.h), HAR_DT_NONE / HAR_OP_NONE if none */
+    int dev_type, dev_op;       /* the type and op codes (core/types.h), HAR_DT_NONE if no kernel reduces it */
+    const har_engine_traits_t *const *traits;  /* by path: the engines built here (NULL for the others) */
     unsigned engines;           /* engines not ruled out on this node: set up, or yet to try */
     unsigned forced;            /* paths the plan must show (HAR_ALGO, har_set_algo); 0: none */
     const char *cls;            /* machine class of the buffers' kind, for the table; NULL: unknown */
@@ -52,8 +75,15 @@ typedef struct {
 
 HAR_HIDDEN har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s);
 /* The candidate plans' path masks, in the order the thresholds prefer them;
- * returns how many (at most 8). */
+ * returns how many (at most HAR_PLAN_MAX). */
+#define HAR_PLAN_MAX (2 * HAR_PATH_COUNT)
 HAR_HIDDEN int har_plan_candidates(const har_plan_in_t *in, const har_settings_t *s, unsigned *cand);
+/* Why an engine cannot serve calls like this one (for HAR_VERBOSE), or
+ * NULL if it can. */
+HAR_HIDDEN const char *har_plan_why_not(const har_engine_traits_t *e, const har_plan_in_t *in, const har_settings_t *s);
+/* Calls outside HAR_MIN_BYTES..HAR_MAX_BYTES go to the MPI, before any
+ * step of har's (every rank sees the same bounds and size). */
+HAR_HIDDEN int har_plan_declines(uint64_t bytes, const har_settings_t *s);
 
 /* The most blocks a device kernel of one rank may have so that the blocks
  * of every rank that may share its GPU fit on it at once (each waits for

@@ -48,7 +48,7 @@ static int parse_line(const char *line, har_tune_row_t *row)
         if (*end || end == max || errno || max[0] == '-') return -1;
         row->max_bytes = v;
     }
-    row->device = memory[0] == 'd';
+    row->on_device = memory[0] == 'd';
     row->local_size = (uint16_t)local;
     row->nodes = (uint32_t)nodes;
     snprintf(row->cls, sizeof row->cls, "%s", cls);
@@ -80,17 +80,18 @@ int har_tune_parse(const char *text, har_tune_row_t *rows, int max_rows, int *ba
     return n;
 }
 
-int har_tune_fits(const har_tune_row_t *row, int device, const char *cls, int local_size, int nodes, uint64_t bytes)
+int har_tune_fits(const har_tune_row_t *row, int on_device, const char *cls, int local_size, int nodes,
+                  uint64_t bytes)
 {
-    return row->device == !!device && row->local_size == local_size && row->nodes == (uint32_t)nodes &&
+    return row->on_device == !!on_device && row->local_size == local_size && row->nodes == (uint32_t)nodes &&
            bytes <= row->max_bytes && (strcmp(row->cls, "*") == 0 || (cls && strcmp(row->cls, cls) == 0));
 }
 
-const har_tune_row_t *har_tune_lookup(const har_tune_row_t *rows, int nrows, int device, const char *cls,
+const har_tune_row_t *har_tune_lookup(const har_tune_row_t *rows, int nrows, int on_device, const char *cls,
                                       int local_size, int nodes, uint64_t bytes)
 {
     for (int i = 0; i < nrows; i++)
-        if (har_tune_fits(&rows[i], device, cls, local_size, nodes, bytes)) return &rows[i];
+        if (har_tune_fits(&rows[i], on_device, cls, local_size, nodes, bytes)) return &rows[i];
     return NULL;
 }
 
@@ -99,7 +100,7 @@ void har_tune_format(const har_tune_row_t *row, char *buf, size_t len)
     char max[32] = "inf", choice[96];
     if (row->max_bytes != UINT64_MAX) snprintf(max, sizeof max, "%llu", (unsigned long long)row->max_bytes);
     har_choice_format(row->choice, choice, sizeof choice);
-    snprintf(buf, len, "%s %s %u %u %s %s", row->device ? "device" : "host", row->cls, row->local_size, row->nodes,
+    snprintf(buf, len, "%s %s %u %u %s %s", row->on_device ? "device" : "host", row->cls, row->local_size, row->nodes,
              max, choice);
 }
 

@@ -10,14 +10,14 @@
 #define HAR_TUNE_MAX_ROWS 64
 #define HAR_TUNE_MAX_TEXT (64 << 10)  /* a table file is read up to this size */
 
-/* One row: calls on `device` (1) or host (0) buffers, on communicators of
+/* One row: calls on device (`on_device` 1) or host (0) buffers, on communicators of
  * `nodes` nodes of `local_size` ranks, on machines of class `cls` ("*": any),
  * of at most `max_bytes`, take `choice` (a mask of path bits). */
 typedef struct {
     uint64_t max_bytes;
     uint32_t nodes;
     uint16_t local_size;
-    uint8_t device;
+    uint8_t on_device;
     unsigned choice;
     char cls[HAR_CLASS_LEN];
 } har_tune_row_t;
@@ -26,10 +26,10 @@ typedef struct {
  * -1 with the 1-based number of the first bad line in *bad_line. */
 HAR_HIDDEN int har_tune_parse(const char *text, har_tune_row_t *rows, int max_rows, int *bad_line);
 /* Does the row fit a call of this kind, class, shape and size? */
-HAR_HIDDEN int har_tune_fits(const har_tune_row_t *row, int device, const char *cls, int local_size, int nodes,
+HAR_HIDDEN int har_tune_fits(const har_tune_row_t *row, int on_device, const char *cls, int local_size, int nodes,
                              uint64_t bytes);
 /* The first row that fits, or NULL. */
-HAR_HIDDEN const har_tune_row_t *har_tune_lookup(const har_tune_row_t *rows, int nrows, int device, const char *cls,
+HAR_HIDDEN const har_tune_row_t *har_tune_lookup(const har_tune_row_t *rows, int nrows, int on_device, const char *cls,
                                                  int local_size, int nodes, uint64_t bytes);
 /* The table HAR_TUNING names: "builtin", "none" or a file (read up to
  * HAR_TUNE_MAX_TEXT bytes). A file that cannot be read or parsed is refused

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 #include "core/config.h"
+#include "engine.h"
 #include "plan/derive.h"
 #ifdef HAR_BENCH_CUDA
 #include <cuda_runtime.h>
@@ -220,6 +221,7 @@ static int one_call(const cand_t *c, void *buf, size_t n)
 static void add_cand(const char *name, run_t run)
 {
     int ok = 1;
+    if (ncands == MAX_CANDS) return;
     unsigned must = run == RUN_FORCED ? har_choice_parse(name, HAR_CHOICE_NAMES, &ok) : 0;
     cands[ncands++] = (cand_t){name, run, must, 1, 0};
 }
@@ -383,7 +385,7 @@ static unsigned served_bits(const unsigned long long before[HAR_PATH_COUNT])
 {
     unsigned long long now[HAR_PATH_COUNT];
     unsigned bits = 0;
-    har_counters(now);
+    har_counters(now, HAR_PATH_COUNT);
     for (int p = 1; p < HAR_PATH_COUNT; p++)
         if (now[p] > before[p]) bits |= 1u << p;
     return bits;
@@ -428,12 +430,19 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     node_shape();
     if (opt.tune) {
-        if (nnodes == 1) add_cand("host_segment+one_shot", RUN_FORCED);
-        add_cand("host_segment+two_shot", RUN_FORCED);
-        if (opt.device) {
-            if (nnodes == 1) add_cand("ipc+one_shot", RUN_FORCED);
-            add_cand("ipc+two_shot", RUN_FORCED);
-            if (nnodes == 1) add_cand("nccl", RUN_FORCED);
+        /* Every plan of every engine built here that can serve this shape. */
+        static char names[2 * HAR_PATH_COUNT][48];
+        int k = 0;
+        for (int e = 0; e < HAR_PATH_COUNT; e++) {
+            const har_engine_traits_t *t = har_engine_traits[e];
+            if (!t || t->forced_only || !(t->takes & (opt.device ? HAR_TAKES_DEVICE : HAR_TAKES_HOST))) continue;
+            if (nnodes > 1 && !(t->across & HAR_BIT(RAILS))) continue;
+            const char *name = har_path_name(e);
+            if (!t->shots) snprintf(names[k], sizeof names[k], "%s", name), add_cand(names[k++], RUN_FORCED);
+            if (nnodes == 1 && (t->shots & HAR_BIT(ONE_SHOT)))
+                snprintf(names[k], sizeof names[k], "%s+one_shot", name), add_cand(names[k++], RUN_FORCED);
+            if (t->shots & HAR_BIT(TWO_SHOT))
+                snprintf(names[k], sizeof names[k], "%s+two_shot", name), add_cand(names[k++], RUN_FORCED);
         }
         if (nnodes == 1) add_cand("mpi", RUN_FORCED);
     } else {
@@ -482,7 +491,7 @@ int main(int argc, char **argv)
             /* Correctness first, outside the timing: fresh data, one call,
              * check; a forced choice must really have served it. */
             unsigned long long before[HAR_PATH_COUNT];
-            har_counters(before);
+            har_counters(before, HAR_PATH_COUNT);
             fill(host, n, rank);
             to_buf(bufs[0], host, n * opt.type->size);
             ok[c] = one_call(&cands[c], bufs[0], n) == MPI_SUCCESS;
@@ -506,7 +515,7 @@ int main(int argc, char **argv)
                 if (!timed[c]) continue;
                 void *buf = bufs[(it + opt.warmup) % opt.buffers];
                 unsigned long long before[HAR_PATH_COUNT];
-                har_counters(before);
+                har_counters(before, HAR_PATH_COUNT);
                 PMPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
                 one_call(&cands[c], buf, n);

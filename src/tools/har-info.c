@@ -105,7 +105,7 @@ static int derive_tuning(int nfiles, char **files)
                                     (uint8_t)(strcmp(fields[c_mem], "device") == 0), 0, ""};
             snprintf(shape.cls, sizeof shape.cls, "%s", fields[c_cls]);
             int s = 0;
-            while (s < nshapes && !(shapes[s].shape.device == shape.device && shapes[s].shape.nodes == shape.nodes &&
+            while (s < nshapes && !(shapes[s].shape.on_device == shape.on_device && shapes[s].shape.nodes == shape.nodes &&
                                     shapes[s].shape.local_size == shape.local_size &&
                                     strcmp(shapes[s].shape.cls, shape.cls) == 0))
                 s++;
@@ -116,7 +116,7 @@ static int derive_tuning(int nfiles, char **files)
                 shapes[nshapes++].n = 0;
             } else if (shapes[s].file != files[i]) {
                 fprintf(stderr, "har-info: %s and %s both measure %s %s %u %u: keep only the newer\n",
-                        shapes[s].file, files[i], shape.device ? "device" : "host", shape.cls, shape.local_size,
+                        shapes[s].file, files[i], shape.on_device ? "device" : "host", shape.cls, shape.local_size,
                         shape.nodes);
                 return 1;
             }
@@ -195,7 +195,7 @@ static void print_rows(const har_settings_t *s, const char *host_cls, int local_
     printf("tuning table (HAR_TUNING=%s, %d rows; HAR_ALGO=%s):\n", HAR_CFG(tuning).s, s->ntune, HAR_CFG(algo).s);
     for (int i = 0; i < s->ntune; i++) {
         const har_tune_row_t *r = &s->tune[i];
-        const char *cls = r->device ? (have_dev ? dev_cls : NULL) : host_cls, *why;
+        const char *cls = r->on_device ? (have_dev ? dev_cls : NULL) : host_cls, *why;
         if (strcmp(r->cls, "*") != 0 && (!cls || strcmp(r->cls, cls) != 0)) why = "not here: another machine class";
         else if (r->local_size != local_size || r->nodes != (uint32_t)nnodes)
             why = "not here: another shape";
@@ -246,7 +246,7 @@ static void report(void)
      * classes and rank 0's settings, as an application's would. */
     MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     har_comm_t *c = har_comm_peek(MPI_COMM_WORLD);
-    if (c && c->usable) {
+    if (c && c->mode == HAR_COMM_SERVED) {
         printf("memory per communicator (at most HAR_MAX_COMMS=%lld of them per process):\n", HAR_CFG(max_comms).i);
         printf("  host segment: %zu bytes, shared by the node's %d ranks\n",
                har_seg_bytes(c->node.local_size, (size_t)c->set.slot_bytes), c->node.local_size);

@@ -53,7 +53,7 @@ int main(int argc, char **argv)
         else if (a + 1 < argc && !strcmp(argv[a], "--iters")) iters = atol(argv[++a]);
         else if (a + 1 < argc && !strcmp(argv[a], "--seed")) seed = strtoull(argv[++a], NULL, 10);
         else if (a + 1 < argc && !strcmp(argv[a], "--expect") && nexpect < 4)
-            expect[nexpect++] = har_path_from_name(argv[++a]);
+            expect[nexpect++] = har_counter_index(argv[++a]);
     }
     MPI_Init(&argc, &argv);
     int rank, size, local;
@@ -84,8 +84,8 @@ int main(int argc, char **argv)
         cudaMemcpy(&one, dev, sizeof one, cudaMemcpyDeviceToHost);
         bad += one != (float)size;
     }
-    unsigned long long before[HAR_PATH_COUNT], after[HAR_PATH_COUNT];
-    har_counters(before);
+    unsigned long long before[64], after[64];
+    har_counters(before, 64);
     for (long it = 0; it < iters; it++) {
         /* Sizes from a sequence every rank shares; delays from its own. */
         int n = 1 + (int)(next(&shared) % (next(&shared) % 8 == 0 ? max_n : 4096));  /* up to 1 MiB */
@@ -109,7 +109,7 @@ int main(int argc, char **argv)
             if (host[i] != want) { bad++; break; }
         }
     }
-    har_counters(after);
+    har_counters(after, 64);
     long served = iters;  /* calls that took every expected path */
     for (int k = 0; k < nexpect; k++)
         if (expect[k] < 0 || (long)(after[expect[k]] - before[expect[k]]) < served)

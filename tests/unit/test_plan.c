@@ -7,7 +7,9 @@
  * har_plan: against a reference written here from the rules as the README
  * states them (forced choice where a plan meets it, the table's row where
  * one fits, else the thresholds), over sizes, shapes, memory kinds, engines
- * on offer and forced choices; the paths and chunk of every plan.
+ * on offer and forced choices; the paths and chunk of every plan. The plan
+ * reads the engines' descriptors as this build registers them (the test
+ * build's fake engine among them); the reference knows their rules apart.
  * har_tune_parse/lookup: the row format, machine classes, bad lines.
  * har_tune_derive: the rule that makes rows from measurements, on noise,
  * clear winners, dropped candidates and the committed style of data.
@@ -23,7 +25,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "cuda/kernels.h"
+#include "core/types.h"
+#include "engine.h"
 #include "plan/derive.h"
 #include "plan/plan.h"
 
@@ -79,6 +82,12 @@ static void check_chunk(size_t slot, size_t elem)
 
 /* ---- the plan, against a reference of the README's rules ----------------- */
 
+#define FAKE B(FAKE)
+static int check_mode;  /* HAR_CHECK in the settings being swept */
+
+/* Is engine `path` built here and on offer? */
+static int offered(const har_plan_in_t *in, int path) { return har_engine_traits[path] && (in->engines & (1u << path)); }
+
 /* What can serve the call, as the README lists it. */
 static int can_serve(unsigned choice, const har_plan_in_t *in)
 {
@@ -86,12 +95,15 @@ static int can_serve(unsigned choice, const har_plan_in_t *in)
     int kernels = in->dev_type != HAR_DT_NONE && in->dev_op != HAR_OP_NONE;
     int nccl_op = in->dev_op == HAR_OP_SUM || in->dev_op == HAR_OP_PROD || in->dev_op == HAR_OP_MIN ||
                   in->dev_op == HAR_OP_MAX;
+    int ipc = in->on_device && offered(in, HAR_PATH_IPC) && kernels && in->local_size <= 8 && !check_mode;
     if (choice == HOST2) return 1;
     if (choice == HOST1) return one_node;
-    if (choice == IPC1) return in->device && (in->engines & B(IPC)) && kernels && one_node;
-    if (choice == IPC2) return in->device && (in->engines & B(IPC)) && kernels && (one_node || in->uniform);
+    if (choice == IPC1) return ipc && one_node;
+    if (choice == IPC2) return ipc && (one_node || in->uniform);
     if (choice == B(NCCL))
-        return in->device && (in->engines & B(NCCL)) && kernels && nccl_op && one_node && !in->shared_gpu;
+        return in->on_device && offered(in, HAR_PATH_NCCL) && kernels && nccl_op && one_node && !in->shared_gpu &&
+               !check_mode;
+    if (choice == FAKE) return offered(in, HAR_PATH_FAKE) && (in->forced & FAKE) && one_node && !check_mode;
     if (choice == B(MPI)) return one_node || (in->forced & B(MPI));
     return 0;
 }
@@ -101,7 +113,7 @@ static int can_serve(unsigned choice, const har_plan_in_t *in)
 static int thresholds_order(const har_plan_in_t *in, const har_settings_t *s, unsigned *order)
 {
     int n = 0, one_node = in->nnodes == 1;
-    if (in->device) {
+    if (in->on_device) {
         if (s->nccl_min_bytes > 0 && in->bytes >= (uint64_t)s->nccl_min_bytes) order[n++] = B(NCCL);
         if (one_node && in->bytes <= (uint64_t)s->device_one_shot_max) order[n++] = IPC1, order[n++] = IPC2;
         else order[n++] = IPC2, order[n++] = IPC1;
@@ -109,6 +121,7 @@ static int thresholds_order(const har_plan_in_t *in, const har_settings_t *s, un
     }
     if (one_node && in->bytes <= (uint64_t)s->one_shot_max) order[n++] = HOST1, order[n++] = HOST2;
     else order[n++] = HOST2, order[n++] = HOST1;
+    order[n++] = FAKE;  /* only ever when forced */
     order[n++] = B(MPI);
     return n;
 }
@@ -130,7 +143,7 @@ static void keep_meeting(unsigned *c, int *n, unsigned want)
  * the table's row (if any do); the first. */
 static unsigned reference(const har_plan_in_t *in, const har_settings_t *s, const har_tune_row_t *row)
 {
-    unsigned order[8], cand[8];
+    unsigned order[16], cand[16];
     int n = thresholds_order(in, s, order), m = 0;
     for (int k = 0; k < n; k++) {
         int seen = 0;
@@ -145,20 +158,20 @@ static unsigned reference(const har_plan_in_t *in, const har_settings_t *s, cons
 static void check_plan(const har_plan_in_t *in, const har_settings_t *s)
 {
     har_plan_t p = har_plan(in, s);
-    const har_tune_row_t *row = har_tune_lookup(s->tune, s->ntune, in->device, in->cls, in->local_size, in->nnodes,
-                                                in->bytes);
+    const har_tune_row_t *row = har_tune_lookup(s->tune, s->ntune, in->on_device, in->cls, in->local_size,
+                                                in->nnodes, in->bytes);
+    check_mode = s->check;
     unsigned want = reference(in, s, row);
-    unsigned got = p.paths & (HOST1 | HOST2 | IPC1 | IPC2 | B(NCCL) | B(MPI));
-    CHECK(got == want, "bytes=%" PRIu64 " local=%d nodes=%d uniform=%d device=%d engines=%#x forced=%#x row=%s: "
-          "got %#x, want %#x", in->bytes, in->local_size, in->nnodes, in->uniform, in->device, in->engines, in->forced,
-          row ? "yes" : "no", got, want);
+    unsigned got = p.paths & (HOST1 | HOST2 | IPC1 | IPC2 | B(NCCL) | FAKE | B(MPI));
+    CHECK(got == want, "bytes=%" PRIu64 " local=%d nodes=%d uniform=%d device=%d engines=%#x forced=%#x check=%d "
+          "row=%s: got %#x, want %#x", in->bytes, in->local_size, in->nnodes, in->uniform, in->on_device, in->engines,
+          in->forced, s->check, row ? "yes" : "no", got, want);
     int engine_bit = 1u << p.engine;
-    CHECK((p.paths & engine_bit) && (p.engine == HAR_PATH_MPI || p.engine == HAR_PATH_HOST_SEGMENT ||
-                                     p.engine == HAR_PATH_IPC || p.engine == HAR_PATH_NCCL),
+    CHECK((p.paths & engine_bit) && (p.engine == HAR_PATH_MPI || har_engine_traits[p.engine]),
           "plan engine %d not among its paths %#x", p.engine, p.paths);
     CHECK(p.one_shot == !!(p.paths & B(ONE_SHOT)), "one_shot %d but paths %#x", p.one_shot, p.paths);
     int inter = !!(p.paths & (B(RAILS) | B(LEADER) | B(RING) | B(INTER_MPI)));
-    CHECK(inter == (in->nnodes > 1 && (p.engine == HAR_PATH_HOST_SEGMENT || p.engine == HAR_PATH_IPC)),
+    CHECK(inter == (in->nnodes > 1 && p.engine != HAR_PATH_MPI),
           "nodes=%d engine %d: inter-node paths %#x", in->nnodes, p.engine, p.paths);
     if (inter)
         CHECK((p.paths & B(RAILS)) == (in->uniform ? B(RAILS) : 0u) &&
@@ -172,28 +185,28 @@ static void check_plan(const har_plan_in_t *in, const har_settings_t *s)
 
 static void sweep_plans(const har_settings_t *s)
 {
-    static const int locals[] = {1, 2, 3, 8}, nodes[] = {1, 2, 4};
+    static const int locals[] = {1, 2, 3, 8, 9}, nodes[] = {1, 2, 4};
     static const unsigned forced[] = {0, B(MPI), HOST1, HOST2, B(HOST_SEGMENT), B(ONE_SHOT), B(TWO_SHOT),
-                                      B(IPC), IPC1, IPC2, B(NCCL), B(NCCL) | B(ONE_SHOT)};
+                                      B(IPC), IPC1, IPC2, B(NCCL), B(NCCL) | B(ONE_SHOT), FAKE};
     static const unsigned engines[] = {B(HOST_SEGMENT), B(HOST_SEGMENT) | B(IPC), B(HOST_SEGMENT) | B(NCCL),
-                                       B(HOST_SEGMENT) | B(IPC) | B(NCCL)};
+                                       B(HOST_SEGMENT) | B(IPC) | B(NCCL), B(HOST_SEGMENT) | B(IPC) | B(NCCL) | FAKE};
     static const int kinds[][2] = {{HAR_DT_F32, HAR_OP_SUM}, {HAR_DT_I64, HAR_OP_BXOR}, {HAR_DT_NONE, HAR_OP_SUM}};
     uint64_t sizes[] = {1, 4, 64, 1000, 1u << 20, (uint64_t)INT_MAX * 8, (uint64_t)s->one_shot_max,
                         (uint64_t)s->one_shot_max + 1, (uint64_t)s->device_one_shot_max,
                         (uint64_t)s->device_one_shot_max + 1, (uint64_t)s->nccl_min_bytes,
                         (uint64_t)s->nccl_min_bytes - 1};
     for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++)
-        for (size_t l = 0; l < 4; l++)
+        for (size_t l = 0; l < 5; l++)
             for (size_t k = 0; k < 3; k++)
                 for (int uniform = 0; uniform < 2; uniform++)
                     for (int device = 0; device < 2; device++)
-                        for (size_t e = 0; e < 4; e++)
+                        for (size_t e = 0; e < 5; e++)
                             for (size_t f = 0; f < sizeof forced / sizeof forced[0]; f++)
                                 for (size_t t = 0; t < 3; t++)
                                     for (int shared = 0; shared < 2; shared++) {
                                         har_plan_in_t in = {sizes[b], 4, locals[l], nodes[k], uniform || nodes[k] == 1,
-                                                            device, shared, kinds[t][0], kinds[t][1], engines[e],
-                                                            forced[f], "TEST_CLASS/1"};
+                                                            device, shared, kinds[t][0], kinds[t][1],
+                                                            har_engine_traits, engines[e], forced[f], "TEST_CLASS/1"};
                                         check_plan(&in, s);
                                     }
 }
@@ -236,7 +249,7 @@ static void check_table(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         har_plan_in_t in = {cases[i].bytes, 4, cases[i].local, cases[i].nodes, 1, cases[i].device, 0, HAR_DT_F32,
-                            HAR_OP_SUM, cases[i].engines, 0, cases[i].cls};
+                            HAR_OP_SUM, har_engine_traits, cases[i].engines, 0, cases[i].cls};
         har_plan_t p = har_plan(&in, &s);
         unsigned got = p.paths & (HOST1 | HOST2 | IPC1 | IPC2 | B(NCCL) | B(MPI));
         CHECK(got == cases[i].want, "table case %zu (bytes %" PRIu64 ", %s): got %#x, want %#x", i, cases[i].bytes,
@@ -244,7 +257,8 @@ static void check_table(void)
         check_plan(&in, &s);
     }
     /* A forced choice beats the table. */
-    har_plan_in_t in = {1, 4, 2, 1, 1, 1, 0, HAR_DT_F32, HAR_OP_SUM, all, B(HOST_SEGMENT), "GPU_A/nvlink"};
+    har_plan_in_t in = {1, 4, 2, 1, 1, 1, 0, HAR_DT_F32, HAR_OP_SUM, har_engine_traits, all, B(HOST_SEGMENT),
+                        "GPU_A/nvlink"};
     CHECK(har_plan(&in, &s).engine == HAR_PATH_HOST_SEGMENT, "forced host_segment over the table");
 
     static const char *const bad_tables[] = {
@@ -387,7 +401,8 @@ int main(int argc, char **argv)
             for (size_t m = 0; m < 4; m++) {
                 har_settings_t s = {.slot_bytes = 1 << 20, .device_slot_bytes = 32 << 20, .one_shot_max = shots[o],
                                     .device_one_shot_max = shots[d], .nccl_min_bytes = shots[m],
-                                    .inter_mpi = (int)(o & 1)};
+                                    .inter_mpi = (int)(o & 1), .check = d == 3 && m == 3,
+                                    .max_bytes = 1ll << 50};
                 sweep_plans(&s);
             }
     check_table();

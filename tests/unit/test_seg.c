@@ -383,7 +383,7 @@ static int death_body(har_seg_t *seg)
     }
     if (rc == HAR_ERR_PEER_DEAD && culprit == VICTIM) {
         /* As the node layer does: record it, so the other waiter stops. */
-        har_failure_t why = {HAR_ERR_PEER_DEAD, 100 + culprit, 200 + culprit, seg->me, 7, "input", "here"};
+        har_failure_t why = {HAR_ERR_PEER_DEAD, 100 + culprit, 200 + culprit, seg->me, 7, "input", "here", ""};
         har_seg_fail(seg, &why);
         return SAW_DEAD;
     }

@@ -17,7 +17,6 @@
 #include "core/test.h"
 #include "engine.h"
 #include "host/check.h"
-#include "host/host.h"
 #include "inter/inter.h"
 
 typedef struct {
@@ -99,7 +98,10 @@ static har_status_t verify_slot(const chunk_t *c, int writer, const char *slot)
 
 /* ---- the steps ------------------------------------------------------------- */
 
-har_status_t har_host_preload(har_node_t *node, const har_call_t *call, size_t chunk_bytes)
+/* At the arrival: this rank's input of the call's first chunk into its
+ * slot (and its HAR_CHECK checksums), so that a host call makes one
+ * synchronisation. */
+static har_status_t host_preload(har_node_t *node, const har_call_t *call, size_t chunk_bytes)
 {
     size_t elem = call->red.elem_size, n = har_chunk_elems(chunk_bytes, elem);
     if (call->count < n) n = call->count;
@@ -224,7 +226,7 @@ static har_status_t host_run(void *engine, har_node_t *node, const har_call_t *c
     return st;
 }
 
-static har_engine_setup_t host_setup(har_node_t *node, const har_gpu_t *gpu, void **engine)
+static har_engine_state_t host_setup(har_node_t *node, const har_gpu_t *gpu, void **engine)
 {
     (void)node; (void)gpu;
     *engine = NULL;  /* the segment is the communicator's own: nothing to make */
@@ -233,4 +235,9 @@ static har_engine_setup_t host_setup(har_node_t *node, const har_gpu_t *gpu, voi
 
 static void host_destroy(void *engine) { (void)engine; }
 
-const har_engine_ops_t har_engine_host_segment = {host_setup, host_run, host_destroy};
+const har_engine_t har_engine_host_segment = {
+    .can = {.path = HAR_PATH_HOST_SEGMENT, .takes = HAR_TAKES_HOST | HAR_TAKES_DEVICE,
+            .shots = HAR_BIT(ONE_SHOT) | HAR_BIT(TWO_SHOT), .across = HAR_BIT(RAILS) | HAR_BIT(LEADER),
+            .shared_gpu = 1, .checked = 1, .rank = 3, .first_from = HAR_NO_SETTING,
+            .one_shot_max = offsetof(har_settings_t, one_shot_max)},
+    .setup = host_setup, .run = host_run, .destroy = host_destroy, .preload = host_preload};

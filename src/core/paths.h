@@ -1,0 +1,69 @@
+/* The paths a call can take: one vocabulary for the counters, the tuning
+ * table, HAR_ALGO, HAR_REQUIRE_PATH, har-bench and the tests. A call counts
+ * on several (host_segment + two_shot + rails + ring, say); exactly one
+ * engine serves it, or the MPI.
+ *
+ * The engines, one line each: X(id, name, built, doc). `built` is 1 where
+ * this build has the engine (its folder defines har_engine_<name>: see
+ * engine.h); its name is known in every build, so that tables and settings
+ * read alike everywhere. Adding an engine: its line here, its folder, its
+ * tests. */
+#ifndef HAR_PATHS_H
+#define HAR_PATHS_H
+
+#include "core/common.h"
+
+#ifdef HAR_HAVE_KERNELS
+#define HAR_KERNELS_BUILT 1
+#else
+#define HAR_KERNELS_BUILT 0
+#endif
+
+#define HAR_ENGINE_LIST(X)                                                                        \
+    X(HOST_SEGMENT, host_segment, 1, "CPU reduction in a node segment of host shared memory")      \
+    X(IPC, ipc, HAR_KERNELS_BUILT, "GPU kernels over a CUDA IPC node segment")                    \
+    X(NCCL, nccl, HAR_KERNELS_BUILT, "NCCL on the node (loaded at run time)")                     \
+    HAR_TEST_ENGINE_LIST(X)
+
+/* The test build's engine, which shows what adding one takes. */
+#ifdef HAR_TEST_HOOKS
+#define HAR_TEST_ENGINE_LIST(X) \
+    X(FAKE, fake, 1, "test build: every rank gathers every input and reduces it alone (src/core/fake_engine.c)")
+#else
+#define HAR_TEST_ENGINE_LIST(X)
+#endif
+
+/* The paths around the engines: X(id, name, doc). */
+#define HAR_PATHS_BEFORE_ENGINES(X)                                                              \
+    X(SEEN, "seen", "every MPI_Allreduce that reached har")                                      \
+    X(MPI, "mpi", "engine: the MPI's own MPI_Allreduce")                                         \
+    X(STAGED, "staged", "mpi with this rank's device buffers copied through host memory")
+#define HAR_PATHS_AFTER_ENGINES(X)                                                               \
+    X(ONE_SHOT, "one_shot", "every local rank reduced the whole vector")                         \
+    X(TWO_SHOT, "two_shot", "reduce-scatter of shards, then all-gather")                         \
+    X(RAILS, "rails", "nodes of equal size: local rank i carries shard i")                       \
+    X(LEADER, "leader", "nodes of unequal size: local rank 0 carries the node")                  \
+    X(RING, "ring", "inter-node ring over MPI point-to-point")                                   \
+    X(INTER_MPI, "inter_mpi", "inter-node step by the MPI's MPI_Allreduce")
+
+typedef enum {
+#define HAR_PATH_ENUM(id, name, doc) HAR_PATH_##id,
+#define HAR_ENGINE_ENUM(id, name, built, doc) HAR_PATH_##id,
+    HAR_PATHS_BEFORE_ENGINES(HAR_PATH_ENUM)
+    HAR_ENGINE_LIST(HAR_ENGINE_ENUM)
+    HAR_PATHS_AFTER_ENGINES(HAR_PATH_ENUM)
+#undef HAR_PATH_ENUM
+#undef HAR_ENGINE_ENUM
+    HAR_PATH_COUNT
+} har_path_t;
+_Static_assert(HAR_PATH_COUNT <= 32, "paths are bits of an unsigned mask");
+
+#define HAR_BIT(p) (1u << HAR_PATH_##p)
+
+/* "seen", "mpi", ...; NULL for an unknown value. */
+HAR_HIDDEN const char *har_path_name(int path);
+HAR_HIDDEN const char *har_path_doc(int path);
+/* The path of that name, or -1. */
+HAR_HIDDEN int har_path_from_name(const char *name);
+
+#endif

@@ -1,0 +1,15 @@
+/* The element types and ops har reduces, as codes that mean the same in
+ * every process (MPI handles do not) and in CUDA code: the host reduction,
+ * the plan, the kernels and NCCL's mapping share them. Plain C, no MPI. */
+#ifndef HAR_TYPES_H
+#define HAR_TYPES_H
+
+/* The types the device kernels (and NCCL) reduce; HAR_DT_NONE for others. */
+typedef enum { HAR_DT_NONE = -1, HAR_DT_F32, HAR_DT_F64, HAR_DT_I32, HAR_DT_U32, HAR_DT_I64, HAR_DT_U64 } har_dtype_t;
+typedef enum {
+    HAR_OP_NONE = -1, HAR_OP_SUM, HAR_OP_PROD, HAR_OP_MIN, HAR_OP_MAX,
+    HAR_OP_BAND, HAR_OP_BOR, HAR_OP_BXOR, HAR_OP_LAND, HAR_OP_LOR, HAR_OP_LXOR
+} har_opcode_t;
+#define HAR_OP_BIT(op) (1u << HAR_OP_##op)
+
+#endif

@@ -1,0 +1,23 @@
+/* The engines built here, from paths.h's list: the one place that names
+ * them all (engine.h). An engine's `built` flag (1 or 0) picks the line. */
+#include "engine.h"
+
+#define HAR_CAT(a, b) HAR_CAT_(a, b)
+#define HAR_CAT_(a, b) a##b
+
+#define HAR_DECLARE_1(id, name) extern HAR_HIDDEN const har_engine_t har_engine_##name;
+#define HAR_DECLARE_0(id, name)
+#define HAR_ENGINE_1(id, name) [HAR_PATH_##id] = &har_engine_##name,
+#define HAR_ENGINE_0(id, name)
+#define HAR_TRAITS_1(id, name) [HAR_PATH_##id] = &har_engine_##name.can,
+#define HAR_TRAITS_0(id, name)
+
+#define HAR_DECLARE(id, name, built, doc) HAR_CAT(HAR_DECLARE_, built)(id, name)
+#define HAR_ENGINE(id, name, built, doc) HAR_CAT(HAR_ENGINE_, built)(id, name)
+#define HAR_TRAITS(id, name, built, doc) HAR_CAT(HAR_TRAITS_, built)(id, name)
+
+HAR_ENGINE_LIST(HAR_DECLARE)
+
+const har_engine_t *const har_engines[HAR_PATH_COUNT] = {HAR_ENGINE_LIST(HAR_ENGINE)};
+
+const har_engine_traits_t *const har_engine_traits[HAR_PATH_COUNT] = {HAR_ENGINE_LIST(HAR_TRAITS)};

@@ -1,0 +1,44 @@
+/* The test build's engine: the least an engine can be, and the proof that
+ * adding one takes its folder, its line in paths.h's HAR_ENGINE_LIST and
+ * its tests, nothing more. Every local rank gathers every rank's input
+ * (host copies, over the node communicator, waited for like any exchange)
+ * and reduces it alone in rank order: results bitwise identical on every
+ * rank. One node, any buffers; only when HAR_ALGO (or har_set_algo) names
+ * it. */
+#include <stdlib.h>
+#include <string.h>
+#include "engine.h"
+
+static har_engine_state_t fake_setup(har_node_t *node, const har_gpu_t *gpu, void **engine)
+{
+    (void)node; (void)gpu;
+    *engine = NULL;
+    return HAR_ENGINE_READY;
+}
+
+static har_status_t fake_run(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan)
+{
+    (void)engine; (void)plan;
+    size_t bytes = call->bytes;
+    char *all = malloc(bytes * (size_t)node->local_size + 1), *mine = malloc(bytes + 1);
+    har_status_t st = all && mine ? har_mem_copy(mine, HAR_MEM_HOST, call->in, call->in_kind, bytes) : HAR_ERR_INTERNAL;
+    MPI_Request req;
+    if (st == HAR_OK && bytes <= (size_t)INT32_MAX)
+        st = har_node_exchange(node, PMPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE,
+                                                     node->node_comm, &req), &req, "fake");
+    else if (st == HAR_OK)
+        st = HAR_ERR_INTERNAL;  /* calls this large are for real engines */
+    if (st == HAR_ERR_INTERNAL) har_node_fail(node, st, -1, "fake");
+    for (int r = 1; st == HAR_OK && r < node->local_size; r++) call->red.fn(all, all + (size_t)r * bytes, call->count);
+    if (st == HAR_OK) st = har_mem_copy(call->out, call->out_kind, all, HAR_MEM_HOST, bytes);
+    free(all);
+    free(mine);
+    return st;
+}
+
+static void fake_destroy(void *engine) { (void)engine; }
+
+const har_engine_t har_engine_fake = {
+    .can = {.path = HAR_PATH_FAKE, .takes = HAR_TAKES_HOST | HAR_TAKES_DEVICE, .shared_gpu = 1, .forced_only = 1,
+            .rank = 9, .first_from = HAR_NO_SETTING, .one_shot_max = HAR_NO_SETTING},
+    .setup = fake_setup, .run = fake_run, .destroy = fake_destroy};
