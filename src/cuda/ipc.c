@@ -244,19 +244,16 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
         if ((st = har_gpu_check(har_dev_launch(&a, blocks, d->stream), "kernel launch")) != HAR_OK) break;
         if (!across) continue;  /* one node: chunks queue up back to back */
 
-        /* Between nodes: this rank's shard through pinned host memory. */
+        /* Between nodes: this rank's reduced shard, once the kernel has made
+         * it (the wait watches the peers its blocks wait for), goes across
+         * in device memory; inter.c stages it through pinned host memory
+         * for a transport that needs host memory. */
         size_t off, len;
         har_shard(a.n, a.elem, d->nranks, d->me, &off, &len);
-        char *shard = a.slot[d->me] + off * a.elem;
-        if (len > 0)
-            st = har_gpu_check(cudaMemcpyAsync(d->stage, shard, len * a.elem, cudaMemcpyDeviceToHost, d->stream),
-                               "copy to host");
-        if (st == HAR_OK) st = har_gpu_wait(d->stream, node, &watch, "device shard");
-        if (st == HAR_OK && len > 0)
-            st = har_inter_allreduce(node, d->stage, len, call, d->tmp, d->slot_bytes, done == 0);
-        if (st == HAR_OK && len > 0)
-            st = har_gpu_check(cudaMemcpyAsync(shard, d->stage, len * a.elem, cudaMemcpyHostToDevice, d->stream),
-                               "copy to device");
+        har_inter_block_t across = {a.slot[d->me] + off * a.elem, len, HAR_MEM_DEVICE, call, done == 0, d->stage,
+                                    d->tmp, d->slot_bytes};
+        st = har_gpu_wait(d->stream, node, &watch, "device shard");
+        if (st == HAR_OK && len > 0) st = har_inter_allreduce(node, &across);
         a.phase = HAR_DEV_GATHER;
         if (st == HAR_OK) st = har_gpu_check(har_dev_launch(&a, blocks, d->stream), "kernel launch");
     }

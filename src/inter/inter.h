@@ -1,21 +1,49 @@
-/* The inter-node step: one block of a node's reduced data all-reduced with
- * the same block of every other node, over one rail (or the leaders). */
+/* The step between nodes: one block of a node's reduced data all-reduced
+ * with the same block of every other node, over this rank's rail (or the
+ * leaders' communicator: node->notice_comm).
+ *
+ * One interface, one transport per way of moving data: har's ring over MPI
+ * point-to-point (ring.c) and the MPI's own all-reduce on the rail (mpi.c),
+ * both on host memory so far. A transport says which memory it takes;
+ * device data goes to one that takes device memory as it is, or through
+ * host memory here, in the one place that stages it (inter.c). The call's
+ * header (what every rank calls, checked on receipt) and HAR_CHECK's sums
+ * travel in host memory whatever the data's kind. Every node runs the same
+ * transport (HAR_INTER, rank 0's) on the same blocks, whatever engine it
+ * uses: engines chunk alike across nodes (plan.c). */
 #ifndef HAR_INTER_H
 #define HAR_INTER_H
 
 #include "engine.h"
 
-/* In place on `data` (n elements of the call's type), across nodes over
- * this rank's rail or the leaders' communicator (node->notice_comm): har's
- * ring (reduce-scatter then all-gather, 2(P-1)/P of the data sent), or the
- * MPI's MPI_Allreduce when HAR_INTER=mpi. `tmp` holds tmp_bytes, at least
- * the plan's chunk. `first`: the call's first chunk, whose first exchange
- * checks that both sides make the same call. */
-HAR_HIDDEN har_status_t har_inter_allreduce(har_node_t *node, char *data, size_t n, const har_call_t *call, char *tmp,
-                                            size_t tmp_bytes, int first);
+/* One block, in place. */
+typedef struct {
+    char *data;                 /* n elements of the call's type */
+    size_t n;
+    har_mem_kind_t kind;        /* where data lives */
+    const har_call_t *call;
+    int first;                  /* the call's first block: its header travels with it */
+    char *host;                 /* host memory for a staged copy of device data (n elements at least) */
+    char *tmp;                  /* host memory the transport may use: at least tmp_bytes, the plan's chunk */
+    size_t tmp_bytes;
+} har_inter_block_t;
 
-/* At set-up, where the communicator spans nodes: the ring's header and
- * checksum messages. */
+typedef struct {
+    int path;                   /* its path: what the counters show (HAR_INTER picks it) */
+    unsigned takes;             /* HAR_TAKES_HOST, and HAR_TAKES_DEVICE if it moves device memory as it is */
+    /* Once, at a communicator's set-up where it spans nodes. */
+    har_status_t (*setup)(har_node_t *node);
+    /* In place on b->data (of a kind it takes). Every wait is the node's
+     * bounded wait, which also hears failure notices from other nodes. */
+    har_status_t (*allreduce)(har_node_t *node, const har_inter_block_t *b);
+} har_inter_t;
+
+extern HAR_HIDDEN const har_inter_t har_inter_ring, har_inter_mpi;
+
+/* The block across nodes by the communicator's transport, through host
+ * memory (b->host) when that transport does not take b->kind. */
+HAR_HIDDEN har_status_t har_inter_allreduce(har_node_t *node, const har_inter_block_t *b);
+/* At set-up, where the communicator spans nodes. */
 HAR_HIDDEN har_status_t har_inter_setup(har_node_t *node);
 
 #endif

@@ -1,4 +1,4 @@
-/* The inter-node step (inter.h).
+/* har's ring between nodes, a transport of inter.h, on host memory.
  *
  * Ring all-reduce over MPI point-to-point: reduce-scatter, then all-gather,
  * each in P-1 steps of one block. Every block is reduced by one rank and
@@ -56,9 +56,9 @@ struct har_ring_msgs {
     block_sum_t sent, came;
 };
 
-har_status_t har_inter_setup(har_node_t *node)
+static har_status_t ring_setup(har_node_t *node)
 {
-    if (node->nnodes == 1 || node->ring_msgs) return HAR_OK;
+    if (node->ring_msgs) return HAR_OK;
     struct har_ring_msgs *m = node->ring_msgs = calloc(1, sizeof *node->ring_msgs);
     if (!m) {
         har_log(HAR_LOG_ERROR, "inter-node ring: out of memory");
@@ -177,9 +177,12 @@ static har_status_t verify_block(har_node_t *node, const char *data, size_t byte
     return HAR_ERR_CHECK;
 }
 
-static har_status_t ring_allreduce(har_node_t *node, char *data, size_t n, const har_call_t *call, char *tmp,
-                                   size_t tmp_bytes, int first)
+static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
 {
+    char *data = b->data, *tmp = b->tmp;
+    size_t n = b->n, tmp_bytes = b->tmp_bytes;
+    const har_call_t *call = b->call;
+    int first = b->first;
     MPI_Comm ring = node->notice_comm;
     int me = node->across_rank, p = node->across_size;
     size_t elem = call->red.elem_size;
@@ -219,14 +222,4 @@ static har_status_t ring_allreduce(har_node_t *node, char *data, size_t n, const
     return HAR_OK;
 }
 
-har_status_t har_inter_allreduce(har_node_t *node, char *data, size_t n, const har_call_t *call, char *tmp,
-                                 size_t tmp_bytes, int first)
-{
-    if (!node->set->inter_mpi) return ring_allreduce(node, data, n, call, tmp, tmp_bytes, first);
-    /* The MPI's own all-reduce, waited for like any other exchange (it
-     * checks counts itself; a failure of a collective cannot be cancelled,
-     * and the communicator fails for good). */
-    MPI_Request req;
-    int posted = PMPI_Iallreduce(MPI_IN_PLACE, data, (int)n, call->type, call->op, node->notice_comm, &req);
-    return har_node_exchange(node, posted, &req, "inter_mpi");
-}
+const har_inter_t har_inter_ring = {HAR_PATH_RING, HAR_TAKES_HOST, ring_setup, ring_allreduce};

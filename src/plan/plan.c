@@ -19,7 +19,8 @@ void har_settings_from(const har_config_t *cfg, har_settings_t *s)
     s->device_one_shot_max = cfg->v[HAR_V_device_one_shot_max].i;
     s->nccl_min_bytes = cfg->v[HAR_V_nccl_min_bytes].i;
     s->timeout = cfg->v[HAR_V_timeout].d;
-    s->inter_mpi = cfg->v[HAR_V_inter].i == 1;
+    static const int inter_paths[] = {HAR_PATH_RING, HAR_PATH_INTER_MPI};  /* HAR_INTER's words, in order */
+    s->inter_path = inter_paths[cfg->v[HAR_V_inter].i];
     s->check = (int)cfg->v[HAR_V_check].i;
     s->algo = (unsigned)cfg->v[HAR_V_algo].i;
 }
@@ -120,7 +121,7 @@ har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s)
     p.one_shot = (chosen & HAR_BIT(ONE_SHOT)) != 0;
     p.paths = chosen;
     if (in->nnodes > 1 && p.engine != HAR_PATH_MPI)
-        p.paths |= (in->uniform ? HAR_BIT(RAILS) : HAR_BIT(LEADER)) | (s->inter_mpi ? HAR_BIT(INTER_MPI) : HAR_BIT(RING));
+        p.paths |= (in->uniform ? HAR_BIT(RAILS) : HAR_BIT(LEADER)) | (1u << s->inter_path);
     /* Across nodes the rails pair ranks of nodes that may use different
      * engines: all chunk by the smaller slot, from settings all share. */
     size_t host = (size_t)s->slot_bytes, dev = (size_t)s->device_slot_bytes;

@@ -16,7 +16,7 @@ typedef struct {
     long long node_size, min_bytes, max_bytes, slot_bytes, one_shot_max;
     long long device_slot_bytes, device_one_shot_max, nccl_min_bytes;
     double timeout;
-    int inter_mpi, check;
+    int inter_path, check;      /* inter_path: the transport between nodes, HAR_PATH_RING or HAR_PATH_INTER_MPI */
     unsigned algo;              /* HAR_ALGO: paths every plan must show where one can; 0: auto */
     int ntune;
     har_tune_row_t tune[HAR_TUNE_MAX_ROWS];

@@ -15,6 +15,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "cuda/kernels.h"
+#include "engine.h"
 #include "entry.h"
 #include "nccl/nccl_api.h"
 #include "plan/derive.h"
@@ -226,11 +227,10 @@ static void report(void)
 #else
     printf("  UCX: not found\n");
 #endif
-#ifdef HAR_HAVE_KERNELS
-    printf("  CUDA IPC kernels: built in (CUDA runtime linked statically)\n");
-#else
-    printf("  CUDA IPC kernels: not built (device buffers go through NCCL-less host memory)\n");
-#endif
+    printf("  engines:");
+    for (int e = 0; e < HAR_PATH_COUNT; e++)
+        if (har_engines[e]) printf(" %s", har_path_name(e));
+    printf(" (and the MPI)%s\n", HAR_KERNELS_BUILT ? "; the CUDA runtime linked statically for the kernels" : "");
     print_machine();
     har_nccl_api_t nccl;
     char why[256] = "HAR_NCCL=0";
@@ -265,14 +265,14 @@ static void report(void)
     printf("variables:\n");
     har_config_print(stdout, 0);
     printf("paths:");
-    for (int p = 0; p < HAR_PATH_COUNT; p++) printf(" %s", har_path_name((har_path_t)p));
+    for (int p = 0; p < HAR_PATH_COUNT; p++) printf(" %s", har_path_name(p));
     printf("\n");
 }
 
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--paths") == 0) {
-        for (int p = 0; p < HAR_PATH_COUNT; p++) printf("%s\n", har_path_name((har_path_t)p));
+        for (int p = 0; p < HAR_PATH_COUNT; p++) printf("%-13s %s\n", har_path_name(p), har_path_doc(p));
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "--variables") == 0) {

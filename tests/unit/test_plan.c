@@ -175,8 +175,9 @@ static void check_plan(const har_plan_in_t *in, const har_settings_t *s)
           "nodes=%d engine %d: inter-node paths %#x", in->nnodes, p.engine, p.paths);
     if (inter)
         CHECK((p.paths & B(RAILS)) == (in->uniform ? B(RAILS) : 0u) &&
-                  !!(p.paths & B(INTER_MPI)) == s->inter_mpi && !!(p.paths & B(RING)) == !s->inter_mpi,
-              "inter-node paths %#x (uniform %d, inter_mpi %d)", p.paths, in->uniform, s->inter_mpi);
+                  !!(p.paths & B(INTER_MPI)) == (s->inter_path == HAR_PATH_INTER_MPI) &&
+                  !!(p.paths & B(RING)) == (s->inter_path == HAR_PATH_RING),
+              "inter-node paths %#x (uniform %d, inter %d)", p.paths, in->uniform, s->inter_path);
     size_t host = (size_t)s->slot_bytes, dev = (size_t)s->device_slot_bytes;
     size_t chunk = in->nnodes > 1 ? (host < dev ? host : dev) : p.engine == HAR_PATH_IPC ? dev : host;
     CHECK(p.chunk_bytes == chunk, "chunk %zu, want %zu", p.chunk_bytes, chunk);
@@ -224,7 +225,7 @@ static void check_table(void)
         "device * 2 1 inf host_segment\n"
         "host CPU_X/16 4 1 4096 mpi\n"
         "host * 4 2 inf mpi\n";
-    har_settings_t s = {.slot_bytes = 1 << 20, .device_slot_bytes = 32 << 20, .one_shot_max = 16384,
+    har_settings_t s = {.slot_bytes = 1 << 20, .device_slot_bytes = 32 << 20, .one_shot_max = 16384, .inter_path = HAR_PATH_RING,
                         .device_one_shot_max = 262144};
     int bad = 0;
     s.ntune = har_tune_parse(table, s.tune, HAR_TUNE_MAX_ROWS, &bad);
@@ -401,7 +402,7 @@ int main(int argc, char **argv)
             for (size_t m = 0; m < 4; m++) {
                 har_settings_t s = {.slot_bytes = 1 << 20, .device_slot_bytes = 32 << 20, .one_shot_max = shots[o],
                                     .device_one_shot_max = shots[d], .nccl_min_bytes = shots[m],
-                                    .inter_mpi = (int)(o & 1), .check = d == 3 && m == 3,
+                                    .inter_path = o & 1 ? HAR_PATH_INTER_MPI : HAR_PATH_RING, .check = d == 3 && m == 3,
                                     .max_bytes = 1ll << 50};
                 sweep_plans(&s);
             }
