@@ -1,6 +1,8 @@
 # Sourced by the TAP test scripts: numbering, running MPI jobs, logs.
 # Each check prints one TAP line; its output goes to the log (# lines) only
-# when it fails.
+# when it fails, with the command and the HAR_* environment that rerun it.
+# HAR_TEST_PREFIX (a command and its arguments, such as "valgrind -q")
+# runs every MPI rank under it (tests/mpirun.sh).
 tap_n=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -12,17 +14,29 @@ tap_result() {  # tap_result STATUS DESCRIPTION [LOGFILE]
         echo "ok $tap_n - $2"
     else
         echo "not ok $tap_n - $2"
-        [ -n "$3" ] && sed 's/^/# /' "$3" | tail -n 40
+        [ -n "$3" ] && sed 's/^/# /' "$3" | tail -n 40 | cut -c1-2000
     fi
 }
 
 tap_skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1 # SKIP $2"; }
 
+# How to run a failed check again, by hand, from the build directory.
+rerun_line() {
+    {
+        printf 'rerun: cd %s &&' "$top_builddir"
+        env | grep '^HAR_' | sort | while IFS= read -r v; do printf " %s" "$v"; done
+        for a in "$@"; do case "$a" in *[!A-Za-z0-9_./:=,+-]*) printf " '%s'" "$a" ;; *) printf ' %s' "$a" ;; esac; done
+        printf '\n'
+    } >> "$tmp/out"
+}
+
 # check DESCRIPTION COMMAND...: passes when the command exits 0.
 check() {
     desc="$1"; shift
     "$@" > "$tmp/out" 2>&1
-    tap_result $? "$desc" "$tmp/out"
+    rc=$?
+    [ $rc = 0 ] || rerun_line "$@"
+    tap_result $rc "$desc" "$tmp/out"
 }
 
 # check_fails DESCRIPTION PATTERN COMMAND...: passes when the command fails
@@ -30,10 +44,13 @@ check() {
 check_fails() {
     desc="$1"; pattern="$2"; shift 2
     if "$@" > "$tmp/out" 2>&1; then
+        rerun_line "$@"
         tap_result 1 "$desc (it succeeded)" "$tmp/out"
     else
         grep -q -- "$pattern" "$tmp/out"
-        tap_result $? "$desc" "$tmp/out"
+        rc=$?
+        [ $rc = 0 ] || { echo "expected in the output: $pattern" >> "$tmp/out"; rerun_line "$@"; }
+        tap_result $rc "$desc" "$tmp/out"
     fi
 }
 
