@@ -5,9 +5,10 @@
  * ranks are often oversubscribed, and a spinning waiter would steal the core
  * of the peer it waits for. A late peer is normal; a dead one (its liveness
  * lock gone), one past the time-out, or a failure another local rank
- * reported ends the wait. No wait here runs while this rank has MPI
- * requests outstanding: the inter-node step completes its requests before
- * the rank signals, so these waits never need to drive MPI progress. */
+ * reported ends the wait. No wait here runs while this rank has data
+ * requests outstanding (the inter-node step completes its requests before
+ * the rank signals); the one request always posted, the receive of failure
+ * notices from other nodes, is tested in the slow path through `heard`. */
 #define _GNU_SOURCE  /* F_OFD_GETLK */
 #include <errno.h>
 #include <fcntl.h>

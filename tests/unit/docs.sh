@@ -1,0 +1,13 @@
+#!/bin/sh
+# Every source path the documents name exists: a room renamed without its
+# docs following is a defect a reader meets first.
+. "$top_srcdir/tests/lib.sh"
+cd "$top_srcdir" || exit 1
+for doc in README.md docs/*.md; do
+    grep -o 'src/[A-Za-z0-9_./-]*[A-Za-z0-9_]' "$doc" | sort -u | while read -r path; do
+        [ -e "$path" ] || echo "$doc names $path, which does not exist"
+    done
+done > "$tmp/missing"
+[ ! -s "$tmp/missing" ]
+tap_result $? "every src/ path named in README.md and docs/*.md exists" "$tmp/missing"
+done_testing
