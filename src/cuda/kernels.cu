@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include "cuda/kernels.h"
+#include "plan/shard.h"
 
 namespace {
 
@@ -50,23 +51,12 @@ __device__ bool barrier(const har_dev_args_t &a, uint64_t e)
     return !stop;
 }
 
-// Sub-range `i` of `parts` over n elements, in 64-byte units (as har_shard).
-__device__ void split(size_t n, size_t elem, int parts, int i, size_t *off, size_t *len)
-{
-    size_t unit = 64 / elem, units = (n + unit - 1) / unit;
-    size_t b = units * i / parts * unit, e = units * (i + 1) / parts * unit;
-    b = b < n ? b : n;
-    e = e < n ? e : n;
-    *off = b;
-    *len = e - b;
-}
-
 // The range of shard s that block b handles.
 __device__ void block_range(const har_dev_args_t &a, int shards, int s, size_t *off, size_t *len)
 {
     size_t soff, slen, boff;
-    split(a.n, a.elem, shards, s, &soff, &slen);
-    split(slen, a.elem, gridDim.x, blockIdx.x, &boff, len);
+    har_shard(a.n, a.elem, shards, s, &soff, &slen);  // the host side's shards, exactly
+    har_shard(slen, a.elem, gridDim.x, blockIdx.x, &boff, len);
     *off = soff + boff;
 }
 

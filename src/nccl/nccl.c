@@ -28,7 +28,7 @@ static void load(void)
 {
     const char *name = HAR_CFG(nccl).s;
     if (!name[0] || strcmp(name, "0") == 0) snprintf(lib.why, sizeof lib.why, "HAR_NCCL=0");
-    else lib.loaded = har_nccl_load(&lib.api, name, lib.why, sizeof lib.why) == 0;
+    else lib.loaded = har_nccl_load(&lib.api, name, lib.why, sizeof lib.why);
 }
 
 typedef struct {

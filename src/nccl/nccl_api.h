@@ -32,14 +32,15 @@ typedef struct {
 #include <string.h>
 
 /* Opens `library` (a file name the loader searches for, or a path) and binds
- * the calls above. 0 on success; -1 with a reason in `why`. */
+ * the calls above. Whether it could: 0 with a reason in `why` if not (a
+ * library that is missing is no failure of har's, only an engine fewer). */
 static inline int har_nccl_load(har_nccl_api_t *api, const char *library, char *why, size_t why_len)
 {
     memset(api, 0, sizeof *api);
     void *lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         snprintf(why, why_len, "%s", dlerror());
-        return -1;
+        return 0;
     }
     *(void **)&api->get_version = dlsym(lib, "ncclGetVersion");
     *(void **)&api->get_unique_id = dlsym(lib, "ncclGetUniqueId");
@@ -55,11 +56,11 @@ static inline int har_nccl_load(har_nccl_api_t *api, const char *library, char *
         snprintf(why, why_len, "%.200s lacks the calls har needs", library);
         dlclose(lib);
         memset(api, 0, sizeof *api);
-        return -1;
+        return 0;
     }
     /* Kept open for the life of the process: NCCL's threads use it. */
     api->version = version;
-    return 0;
+    return 1;
 }
 
 #endif

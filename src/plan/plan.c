@@ -4,7 +4,6 @@
 #include "plan/plan.h"
 #include "core/types.h"
 
-#define SHARD_ALIGN 64  /* shards never share a cache line between writers */
 
 void har_settings_from(const har_config_t *cfg, har_settings_t *s)
 {
@@ -141,19 +140,7 @@ int har_plan_grid(int per_sm, int ctx_sms, int gpu_sms, int clients, int max_blo
 size_t har_chunk_elems(size_t slot_bytes, size_t elem_size)
 {
     /* A chunk fills a slot; keep it a whole number of aligned units. */
-    size_t unit = SHARD_ALIGN / elem_size;
+    size_t unit = HAR_SHARD_ALIGN / elem_size;
     size_t chunk = slot_bytes / elem_size / unit * unit;
     return chunk ? chunk : unit;
-}
-
-void har_shard(size_t n, size_t elem_size, int parts, int i, size_t *off, size_t *len)
-{
-    size_t unit = SHARD_ALIGN / elem_size;
-    size_t units = (n + unit - 1) / unit;
-    size_t first = units * (size_t)i / (size_t)parts, last = units * (size_t)(i + 1) / (size_t)parts;
-    size_t begin = first * unit, end = last * unit;
-    if (begin > n) begin = n;
-    if (end > n) end = n;
-    *off = begin;
-    *len = end - begin;
 }

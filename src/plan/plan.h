@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include "core/config.h"
 #include "core/types.h"
+#include "plan/shard.h"
 #include "plan/tuning.h"
 
 /* A communicator's settings: rank 0's values of the RANK0 variables,
@@ -95,8 +96,6 @@ HAR_HIDDEN int har_plan_grid(int per_sm, int ctx_sms, int gpu_sms, int clients, 
 
 /* Elements per pass through a slot of `slot_bytes`: whole 64-byte units. */
 HAR_HIDDEN size_t har_chunk_elems(size_t slot_bytes, size_t elem_size);
-/* Shard i of n elements split among `parts`: starts and lengths are
- * multiples of 64 bytes except the last shard's end. */
-HAR_HIDDEN void har_shard(size_t n, size_t elem_size, int parts, int i, size_t *off, size_t *len);
+/* har_shard: plan/shard.h. */
 
 #endif

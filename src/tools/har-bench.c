@@ -264,7 +264,7 @@ static void nccl_setup(void)
 {
     const char *lib = getenv("HAR_NCCL") ? getenv("HAR_NCCL") : "libnccl.so.2";
     char why[256] = "";
-    int ok = strcmp(lib, "0") != 0 && har_nccl_load(&nccl.api, lib, why, sizeof why) == 0 &&
+    int ok = strcmp(lib, "0") != 0 && har_nccl_load(&nccl.api, lib, why, sizeof why) &&
              cudaStreamCreate(&nccl.stream) == cudaSuccess;
     PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (ok) nccl.ring_ll = nccl_comm(1);

@@ -43,7 +43,6 @@ static void print_machine(void)
 
 /* ---- --derive-tuning ------------------------------------------------------ */
 
-#define MAX_MEASURES 4096
 #define MAX_SHAPES 32
 
 typedef struct {
@@ -234,7 +233,7 @@ static void report(void)
     print_machine();
     har_nccl_api_t nccl;
     char why[256] = "HAR_NCCL=0";
-    if (strcmp(HAR_CFG(nccl).s, "0") != 0 && har_nccl_load(&nccl, HAR_CFG(nccl).s, why, sizeof why) == 0)
+    if (strcmp(HAR_CFG(nccl).s, "0") != 0 && har_nccl_load(&nccl, HAR_CFG(nccl).s, why, sizeof why))
         printf("  NCCL: %d.%d.%d, from %s (device buffers on one node)\n", nccl.version / 10000,
                nccl.version / 100 % 100, nccl.version % 100, HAR_CFG(nccl).s);
     else
