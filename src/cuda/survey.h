@@ -39,6 +39,12 @@ typedef struct {
     const har_cu_device_api_t *cu;
     int (*nvlink_active)(const char *bus_id);
 } har_gpu_api_t;
+#ifdef HAR_TEST_HOOKS
+/* HAR_TEST_GPUS=FILE: fills `api` with the machine described in FILE, as
+ * this process sees it (src/fake/gpus.c, which gives the format),
+ * and returns 1; 0 when the variable is unset. */
+HAR_HIDDEN int har_gpu_recorded(har_gpu_api_t *api);
+#endif
 #endif
 
 #endif
