@@ -83,7 +83,9 @@ enum { LOCAL = 0, RANK0 = 1 };
     X(test_cuda_at, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                           \
       "test build: RANK:CALL, rank RANK of every communicator (* for all) acts as if it had a CUDA context from its call number CALL on") \
     X(test_no_socket, HAR_T_INT, "-1", LOCAL, -1, 1 << 30, NULL,                                \
-      "test build: local rank RANK cannot reach local rank 0's socket (as from another network namespace), so the node takes a named segment")
+      "test build: local rank RANK cannot reach local rank 0's socket (as from another network namespace), so the node takes a named segment") \
+    X(test_gpus, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                              \
+      "test build: FILE, the device survey sees the GPUs recorded there (tests/mpi/gpus/) instead of asking the driver and NVML")
 #else
 #define HAR_TEST_VAR_LIST(X)
 #endif

@@ -41,9 +41,20 @@ static int nvlink_active(const char *bus_id)
     return active;
 }
 
-int har_gpu_ordinal(const unsigned char uuid[16])
+/* The product asks the driver and NVML; the test build may ask a recorded
+ * machine instead (HAR_TEST_GPUS). */
+static har_gpu_api_t gpu_api(void)
 {
-    const har_cu_device_api_t *cu = har_cu_device_api();
+    har_gpu_api_t api = {har_cu_device_api(), nvlink_active};
+#ifdef HAR_TEST_HOOKS
+    har_gpu_recorded(&api);
+#endif
+    return api;
+}
+
+static int ordinal_of(const har_gpu_api_t *api, const unsigned char uuid[16])
+{
+    const har_cu_device_api_t *cu = api->cu;
     int n = 0;
     if (!cu || cu->device_get_count(&n) != CUDA_SUCCESS) return -1;
     for (int d = 0; d < n; d++) {
@@ -56,6 +67,12 @@ int har_gpu_ordinal(const unsigned char uuid[16])
     return -1;
 }
 
+int har_gpu_ordinal(const unsigned char uuid[16])
+{
+    har_gpu_api_t api = gpu_api();
+    return ordinal_of(&api, uuid);
+}
+
 static uint64_t hash(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
@@ -65,7 +82,8 @@ static uint64_t hash(const char *s)
 
 har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
 {
-    const har_cu_device_api_t *cu = har_cu_device_api();
+    har_gpu_api_t api = gpu_api();
+    const har_cu_device_api_t *cu = api.cu;
     struct { unsigned char uuid[16]; uint64_t name; } mine, *all = NULL;
     char name[256] = "", bus[32] = "", word[HAR_CLASS_LEN - 8];
     CUdevice dev;
@@ -104,14 +122,14 @@ har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
         for (int q = 0; q < r; q++) shared |= memcmp(all[q].uuid, all[r].uuid, 16) == 0;
         gpu->same_gpu += memcmp(all[r].uuid, all[me].uuid, 16) == 0;
         if (r == me || !reach) continue;
-        int peer = har_gpu_ordinal(all[r].uuid), can = peer == device;
+        int peer = ordinal_of(&api, all[r].uuid), can = peer == device;
         CUdevice peer_dev;
         if (peer >= 0 && !can && cu->device_get(&peer_dev, peer) == CUDA_SUCCESS &&
             cu->device_can_access_peer(&can, dev, peer_dev) != CUDA_SUCCESS)
             can = 0;
         reach = peer >= 0 && can;
     }
-    int link = !reach ? LINK_NONE : nvlink_active(bus) ? LINK_NVLINK : LINK_PCIE;
+    int link = !reach ? LINK_NONE : api.nvlink_active(bus) ? LINK_NVLINK : LINK_PCIE;
     /* Agreed: the smallest reach, link and MPS; names equal iff min == max. */
     uint64_t mine_facts[5] = {mine.name, ~mine.name, (uint64_t)reach, (uint64_t)link, (uint64_t)(ok && mps)}, agree[5];
     free(all);

@@ -7,6 +7,7 @@
 #define HAR_SURVEY_H
 
 #include "comm/node.h"
+#include "cuda/mem.h"
 #include "plan/tuning.h"
 
 typedef struct {
@@ -28,5 +29,22 @@ HAR_HIDDEN void har_gpu_release(har_gpu_t *gpu);
 /* Ordinal, in this process's numbering, of the GPU with this UUID; -1 if
  * this process cannot see it (CUDA_VISIBLE_DEVICES per rank, say). */
 HAR_HIDDEN int har_gpu_ordinal(const unsigned char uuid[16]);
+
+#ifdef HAR_HAVE_CUDA
+/* Everything the survey learns about GPUs comes through here: the driver's
+ * calls that need no context (NULL before libcuda is loaded) and whether
+ * NVML shows an active NVLink on the GPU at a PCI address. One seam, so
+ * that the test build can put a recorded machine in the hardware's place. */
+typedef struct {
+    const har_cu_device_api_t *cu;
+    int (*nvlink_active)(const char *bus_id);
+} har_gpu_api_t;
+#ifdef HAR_TEST_HOOKS
+/* HAR_TEST_GPUS=FILE: fills `api` with the machine described in FILE, as
+ * this process sees it (src/fake/gpus.c, which gives the format),
+ * and returns 1; 0 when the variable is unset. */
+HAR_HIDDEN int har_gpu_recorded(har_gpu_api_t *api);
+#endif
+#endif
 
 #endif
