@@ -98,8 +98,9 @@ har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
     int mps = 0;
     int ok = cu && cu->device_get(&dev, device) == CUDA_SUCCESS && cu->device_get_uuid(&uuid, dev) == CUDA_SUCCESS &&
              cu->device_get_name(name, sizeof name, dev) == CUDA_SUCCESS &&
-             cu->device_get_pci_bus_id(bus, sizeof bus, dev) == CUDA_SUCCESS &&
-             cu->device_get_attribute(&mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, dev) == CUDA_SUCCESS;
+             cu->device_get_pci_bus_id(bus, sizeof bus, dev) == CUDA_SUCCESS;
+    /* Drivers before CUDA 12.3 lack the attribute: MPS is then not known to serve. */
+    if (ok && cu->device_get_attribute(&mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, dev) != CUDA_SUCCESS) mps = 0;
     if (ok) {
         memcpy(mine.uuid, uuid.bytes, 16);
         mine.name = hash(name);
