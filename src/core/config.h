@@ -44,6 +44,8 @@ enum { LOCAL = 0, RANK0 = 1 };
       "bytes of each rank's data slot in the CUDA IPC segment (two per rank, GPU memory)")      \
     X(device_one_shot_max, HAR_T_SIZE, "256K", RANK0, 0, 1ll << 50, NULL,                       \
       "largest message on device buffers reduced one-shot on a single node")                    \
+    X(device_pipeline, HAR_T_BOOL, "1", LOCAL, 0, 1, NULL,                                      \
+      "across nodes, device chunks overlap: the GPU reduces and copies the next while the host carries one between nodes; 0: one at a time (to compare)") \
     X(algo, HAR_T_CHOICE, "auto", RANK0, 0, 0, "plan",                                          \
       "auto (tuning table, then thresholds), or path names joined by + that every call must show where a plan can: mpi, host_segment, ipc, nccl, one_shot, two_shot") \
     X(tuning, HAR_T_STR, "builtin", RANK0, 0, 0, NULL,                                          \

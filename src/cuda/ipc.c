@@ -16,7 +16,18 @@
  * its kernel at once (plan.h, har_plan_grid), and blocks loop over more
  * data instead of launching more blocks. The occupancy counts, it reserves
  * nothing: an application's kernel holding multiprocessors delays the
- * call, and a peer that never comes is caught by the abort flag. */
+ * call, and a peer that never comes is caught by the abort flag.
+ *
+ * Across nodes a chunk is reduced to this rank's shard by one kernel,
+ * copied to pinned host memory, carried between nodes by the transport,
+ * copied back and gathered by a second kernel. The chunks are pipelined:
+ * while the host runs chunk c's step between nodes, the GPU reduces chunk
+ * c+1 and copies it out, and copies chunk c-1 back and gathers it. Three
+ * rotating slots keep a slot from being written while a peer may still
+ * read it (a rank's chunk c+3 starts only after its gather of c+1, whose
+ * barrier every peer passes only once done reading chunk c), and two host
+ * buffers alternate (the stream orders a buffer's copy back before the next
+ * copy into it). */
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
@@ -30,6 +41,7 @@
 typedef struct {
     int nranks, me, gpu;                 /* gpu: ordinal here of the GPU the segment is on */
     int max_blocks;                      /* the grid the node agreed */
+    int nslots;                          /* 2 on one node; 3 across nodes, where chunks are pipelined */
     size_t slot_bytes;
     char *base;                          /* own allocation */
     char *peer[HAR_DEV_MAX_RANKS];       /* every rank's allocation as mapped here */
@@ -40,9 +52,10 @@ typedef struct {
     cudaStream_t stream;
     volatile int *abort_host;            /* pinned, mapped: kernels poll it */
     int *abort_dev;
-    char *stage, *tmp;                   /* pinned host: inter-node shard and ring blocks */
+    char *stage[2], *tmp;                /* pinned host, across nodes: shards in turn, the transport's scratch */
+    cudaEvent_t out[2];                  /* a shard's copy to stage[i] done */
     uint64_t epoch;                      /* device barriers used; the same on every rank */
-    unsigned seq;                        /* chunks so far: the slot parity */
+    unsigned seq;                        /* chunks so far: which slot is next; the same on every rank */
 } ipc_t;
 
 static void ipc_destroy(void *engine)
@@ -56,7 +69,10 @@ static void ipc_destroy(void *engine)
     if (d->base) cudaFree(d->base);
     if (d->stream) cudaStreamDestroy(d->stream);
     if (d->abort_host) cudaFreeHost((void *)d->abort_host);
-    if (d->stage) cudaFreeHost(d->stage);
+    for (int i = 0; i < 2; i++) {
+        if (d->stage[i]) cudaFreeHost(d->stage[i]);
+        if (d->out[i]) cudaEventDestroy(d->out[i]);
+    }
     if (d->tmp) cudaFreeHost(d->tmp);
     cudaGetLastError();
     har_gpu_leave(&scope);
@@ -157,7 +173,8 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         d->me = node->local_rank;
         d->gpu = gpu->ordinal;
         d->slot_bytes = (size_t)node->set->device_slot_bytes;
-        size_t bytes = HAR_DEV_FLAG_BYTES + 2 * d->slot_bytes;
+        d->nslots = node->nnodes > 1 ? 3 : 2;
+        size_t bytes = HAR_DEV_FLAG_BYTES + (size_t)d->nslots * d->slot_bytes;
         uint32_t pattern[4] = {0x68617221u, (uint32_t)d->me, 0, 0};
         ok = har_gpu_enter(d->gpu, &scope) == HAR_OK &&
              har_gpu_check(cudaStreamCreateWithFlags(&d->stream, cudaStreamDefault), "cudaStreamCreate") == HAR_OK &&
@@ -202,12 +219,99 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         return HAR_ENGINE_FAILED;
     }
     HAR_LOG(HAR_LOG_DEBUG, "CUDA IPC engine: %d local ranks, GPU %d, %zu bytes of GPU memory per rank, kernels of at "
-            "most %d blocks", d->nranks, d->gpu, HAR_DEV_FLAG_BYTES + 2 * d->slot_bytes, d->max_blocks);
+            "most %d blocks", d->nranks, d->gpu, HAR_DEV_FLAG_BYTES + (size_t)d->nslots * d->slot_bytes, d->max_blocks);
     *engine = d;
     return HAR_ENGINE_READY;
 }
 
 static void stop_kernels(void *ctx) { *((ipc_t *)ctx)->abort_host = 1; }
+
+/* Chunk `done` of the call in args `a`: its place, the next slot in turn,
+ * and its two barriers' epochs. */
+static void next_chunk(ipc_t *d, const har_call_t *call, size_t chunk, size_t done, har_dev_args_t *a)
+{
+    a->n = call->count - done < chunk ? call->count - done : chunk;
+    a->in = call->in + done * a->elem;
+    a->out = call->out + done * a->elem;
+    size_t slot = d->seq++ % (unsigned)d->nslots;
+    for (int r = 0; r < d->nranks; r++) a->slot[r] = d->peer[r] + HAR_DEV_FLAG_BYTES + slot * d->slot_bytes;
+    a->epoch = d->epoch;
+    d->epoch += 2;
+}
+
+static har_status_t launch(const ipc_t *d, har_dev_args_t *a, int phase)
+{
+    a->phase = phase;
+    return har_gpu_check(har_dev_launch(a, har_dev_blocks(a->n * a->elem, d->max_blocks), d->stream), "kernel launch");
+}
+
+/* This rank's shard of a chunk, on the device. */
+static char *shard_of(const ipc_t *d, const har_dev_args_t *a, size_t *len)
+{
+    size_t off;
+    har_shard(a->n, a->elem, d->nranks, d->me, &off, len);
+    return a->slot[d->me] + off * a->elem;
+}
+
+/* Reduces chunk a to this rank's shard and copies it out to stage[i]. */
+static har_status_t reduce_out(ipc_t *d, har_dev_args_t *a, int i)
+{
+    size_t len;
+    char *shard = shard_of(d, a, &len);
+    har_status_t st = launch(d, a, HAR_DEV_REDUCE);
+    if (st == HAR_OK && len > 0)
+        st = har_gpu_check(cudaMemcpyAsync(d->stage[i], shard, len * a->elem, cudaMemcpyDeviceToHost, d->stream),
+                           "copy to host");
+    if (st == HAR_OK) st = har_gpu_check(cudaEventRecord(d->out[i], d->stream), "cudaEventRecord");
+    return st;
+}
+
+/* Across nodes: the pipeline of the comment at the top. */
+static har_status_t run_across(ipc_t *d, har_node_t *node, const har_call_t *call, har_dev_args_t *a, size_t chunk,
+                               const har_gpu_watch_t *watch)
+{
+    har_dev_args_t args[2] = {*a, *a};  /* chunk c's in args[c % 2] */
+    size_t done = 0, c = 0;
+    next_chunk(d, call, chunk, done, &args[0]);
+    har_status_t st = reduce_out(d, &args[0], 0);
+    for (; st == HAR_OK && done < call->count; done += args[c % 2].n, c++) {
+        har_dev_args_t *now = &args[c % 2], *then = &args[(c + 1) % 2];
+        size_t len;
+        char *shard = shard_of(d, now, &len);
+        int more = done + now->n < call->count, overlap = HAR_CFG(device_pipeline).i;
+        st = har_gpu_wait_event(d->stream, d->out[c % 2], node, watch, "device shard");
+        if (st == HAR_OK && more && overlap) {
+            next_chunk(d, call, chunk, done + now->n, then);
+            st = reduce_out(d, then, (int)((c + 1) % 2));
+        }
+        har_inter_block_t across = {d->stage[c % 2], len, HAR_MEM_HOST, call, c == 0, d->tmp, d->slot_bytes};
+        if (st == HAR_OK && len > 0) st = har_inter_allreduce(node, &across);
+        if (st == HAR_OK && len > 0)
+            st = har_gpu_check(cudaMemcpyAsync(shard, d->stage[c % 2], len * now->elem, cudaMemcpyHostToDevice,
+                                               d->stream), "copy to device");
+        if (st == HAR_OK) st = launch(d, now, HAR_DEV_GATHER);
+        if (st == HAR_OK && more && !overlap) {  /* HAR_DEVICE_PIPELINE=0: the next chunk after this one */
+            if ((st = har_gpu_wait(d->stream, node, watch, "device")) != HAR_OK) break;
+            next_chunk(d, call, chunk, done + now->n, then);
+            st = reduce_out(d, then, (int)((c + 1) % 2));
+        }
+    }
+    return st;
+}
+
+/* Pinned host buffers and events for the pipeline, on first need. */
+static har_status_t across_buffers(ipc_t *d)
+{
+    if (d->tmp) return HAR_OK;
+    har_status_t st = HAR_OK;
+    for (int i = 0; i < 2 && st == HAR_OK; i++) {
+        st = har_gpu_check(cudaHostAlloc((void **)&d->stage[i], d->slot_bytes, 0), "cudaHostAlloc (stage)");
+        if (st == HAR_OK)
+            st = har_gpu_check(cudaEventCreateWithFlags(&d->out[i], cudaEventDisableTiming), "cudaEventCreate");
+    }
+    if (st == HAR_OK) st = har_gpu_check(cudaHostAlloc((void **)&d->tmp, d->slot_bytes, 0), "cudaHostAlloc (ring)");
+    return st;
+}
 
 static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *call, const har_plan_t *plan)
 {
@@ -223,39 +327,16 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
     a.abort = d->abort_dev;
     a.aligned = ((uintptr_t)call->in | (uintptr_t)call->out) % 16 == 0;
     for (int r = 0; r < d->nranks; r++) a.flags[r] = d->peer[r];
-    int across = node->nnodes > 1;
-    if (across && !d->stage &&
-        (har_gpu_check(cudaHostAlloc((void **)&d->stage, d->slot_bytes, 0), "cudaHostAlloc (stage)") != HAR_OK ||
-         har_gpu_check(cudaHostAlloc((void **)&d->tmp, d->slot_bytes, 0), "cudaHostAlloc (ring)") != HAR_OK))
-        return HAR_ERR_CUDA;
-
     size_t chunk = har_chunk_elems(plan->chunk_bytes, a.elem);
     har_status_t st = HAR_OK;
-    for (size_t done = 0; done < call->count && st == HAR_OK; done += a.n) {
-        a.n = call->count - done < chunk ? call->count - done : chunk;
-        a.in = call->in + done * a.elem;
-        a.out = call->out + done * a.elem;
-        unsigned parity = d->seq++ & 1;
-        for (int r = 0; r < d->nranks; r++) a.slot[r] = d->peer[r] + HAR_DEV_FLAG_BYTES + parity * d->slot_bytes;
-        a.epoch = d->epoch;
-        d->epoch += 2;
-        int blocks = har_dev_blocks(a.n * a.elem, d->max_blocks);
-        a.phase = across ? HAR_DEV_REDUCE : HAR_DEV_WHOLE;
-        if ((st = har_gpu_check(har_dev_launch(&a, blocks, d->stream), "kernel launch")) != HAR_OK) break;
-        if (!across) continue;  /* one node: chunks queue up back to back */
-
-        /* Between nodes: this rank's reduced shard, once the kernel has made
-         * it (the wait watches the peers its blocks wait for), goes across
-         * in device memory; inter.c stages it through pinned host memory
-         * for a transport that needs host memory. */
-        size_t off, len;
-        har_shard(a.n, a.elem, d->nranks, d->me, &off, &len);
-        har_inter_block_t across = {a.slot[d->me] + off * a.elem, len, HAR_MEM_DEVICE, call, done == 0, d->stage,
-                                    d->tmp, d->slot_bytes};
-        st = har_gpu_wait(d->stream, node, &watch, "device shard");
-        if (st == HAR_OK && len > 0) st = har_inter_allreduce(node, &across);
-        a.phase = HAR_DEV_GATHER;
-        if (st == HAR_OK) st = har_gpu_check(har_dev_launch(&a, blocks, d->stream), "kernel launch");
+    if (node->nnodes > 1) {
+        if ((st = across_buffers(d)) == HAR_OK) st = run_across(d, node, call, &a, chunk, &watch);
+    } else {
+        /* One node: chunks queue up back to back. */
+        for (size_t done = 0; done < call->count && st == HAR_OK; done += a.n) {
+            next_chunk(d, call, chunk, done, &a);
+            st = launch(d, &a, HAR_DEV_WHOLE);
+        }
     }
     if (st != HAR_OK) {
         /* Peers' kernels may spin on this rank's flags: stop ours, and the

@@ -28,12 +28,13 @@ void har_gpu_leave(const har_gpu_scope_t *scope)
     if (scope->switched) har_cuda_context_restore(scope->saved);
 }
 
-har_status_t har_gpu_wait(void *stream, har_node_t *node, const har_gpu_watch_t *watch, const char *step)
+/* Waits for a stream, or for an event recorded on it. */
+static har_status_t wait_for(cudaStream_t s, cudaEvent_t ev, har_node_t *node, const har_gpu_watch_t *watch,
+                             const char *step)
 {
-    cudaStream_t s = (cudaStream_t)stream;
     double started = har_seg_now();
     for (unsigned long i = 0;; i++) {
-        cudaError_t e = cudaStreamQuery(s);
+        cudaError_t e = ev ? cudaEventQuery(ev) : cudaStreamQuery(s);
         if (e == cudaSuccess) return HAR_OK;
         if (e != cudaErrorNotReady) return har_gpu_check(e, step);
         if (i < 4096) continue;  /* the common case: done within microseconds */
@@ -48,4 +49,15 @@ har_status_t har_gpu_wait(void *stream, har_node_t *node, const har_gpu_watch_t 
             return st;
         }
     }
+}
+
+har_status_t har_gpu_wait(void *stream, har_node_t *node, const har_gpu_watch_t *watch, const char *step)
+{
+    return wait_for((cudaStream_t)stream, NULL, node, watch, step);
+}
+
+har_status_t har_gpu_wait_event(void *stream, void *event, har_node_t *node, const har_gpu_watch_t *watch,
+                                const char *step)
+{
+    return wait_for((cudaStream_t)stream, (cudaEvent_t)event, node, watch, step);
 }

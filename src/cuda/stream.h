@@ -27,6 +27,9 @@ typedef struct {
  * checks the local peers' liveness, HAR_TIMEOUT and the engine's poll; on
  * trouble it stops the work, waits for the stream, and fails. */
 HAR_HIDDEN har_status_t har_gpu_wait(void *stream, har_node_t *node, const har_gpu_watch_t *watch, const char *step);
+/* The same for `event` (a cudaEvent_t recorded on `stream`). */
+HAR_HIDDEN har_status_t har_gpu_wait_event(void *stream, void *event, har_node_t *node, const har_gpu_watch_t *watch,
+                                           const char *step);
 /* HAR_OK, or HAR_ERR_CUDA after logging what failed (and clearing a
  * non-sticky error: har leaves no error behind for the application). */
 HAR_HIDDEN har_status_t har_gpu_check(int cuda_error, const char *what);

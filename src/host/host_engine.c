@@ -166,7 +166,7 @@ static har_status_t two_shot(const chunk_t *c)
     for (int r = 0; r < L; r++)
         if (r != me) src[nsrc++] = har_seg_slot(seg, r, c->parity) + off * elem;
     har_reduce_many(call->red.fn, elem, shard, src, nsrc, len, node->cores);
-    har_inter_block_t across = {shard, len, HAR_MEM_HOST, call, c->first, NULL, node->scratch,
+    har_inter_block_t across = {shard, len, HAR_MEM_HOST, call, c->first, node->scratch,
                                 (size_t)node->set->slot_bytes};
     if (node->rail_comm != MPI_COMM_NULL && len > 0 && (st = har_inter_allreduce(node, &across)) != HAR_OK) return st;
     if (check) har_seg_sums(seg, me, c->parity)[L] = har_check_sum(shard, len * elem, off * elem);
@@ -186,7 +186,7 @@ static har_status_t two_shot(const chunk_t *c)
                     return st;
                 memcpy(mine + off * elem, theirs, len * elem);
             }
-            har_inter_block_t whole = {mine, c->n, HAR_MEM_HOST, call, c->first, NULL, node->scratch,
+            har_inter_block_t whole = {mine, c->n, HAR_MEM_HOST, call, c->first, node->scratch,
                                        (size_t)node->set->slot_bytes};
             if ((st = har_inter_allreduce(node, &whole)) != HAR_OK) return st;
             if (check) har_seg_sums(seg, 0, c->parity)[L] = har_check_sum(mine, c->n * elem, 0);

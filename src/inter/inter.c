@@ -1,6 +1,5 @@
-/* Which transport carries a communicator's blocks between nodes, and the
- * one place device data is staged through host memory for a transport that
- * cannot take it (inter.h). */
+/* Which transport carries a communicator's blocks between nodes (inter.h). */
+#include "core/log.h"
 #include "inter/inter.h"
 
 /* HAR_INTER's words, in the configuration table's order ("ring,mpi"). */
@@ -20,16 +19,17 @@ har_status_t har_inter_setup(har_node_t *node)
     return t->setup ? t->setup(node) : HAR_OK;
 }
 
+int har_inter_takes(const har_node_t *node, har_mem_kind_t kind)
+{
+    return (transport(node)->takes & (kind == HAR_MEM_HOST ? HAR_TAKES_HOST : HAR_TAKES_DEVICE)) != 0;
+}
+
 har_status_t har_inter_allreduce(har_node_t *node, const har_inter_block_t *b)
 {
-    const har_inter_t *t = transport(node);
-    if (b->kind == HAR_MEM_HOST || (t->takes & HAR_TAKES_DEVICE)) return t->allreduce(node, b);
-    size_t bytes = b->n * b->call->red.elem_size;
-    har_inter_block_t staged = *b;
-    staged.data = b->host;
-    staged.kind = HAR_MEM_HOST;
-    har_status_t st = har_mem_copy(b->host, HAR_MEM_HOST, b->data, b->kind, bytes);
-    if (st == HAR_OK) st = t->allreduce(node, &staged);
-    if (st == HAR_OK) st = har_mem_copy(b->data, b->kind, b->host, HAR_MEM_HOST, bytes);
-    return st;
+    if (!har_inter_takes(node, b->kind)) {  /* a caller's mistake, never the user's */
+        har_note("the transport between nodes cannot take this memory");
+        har_node_fail(node, HAR_ERR_INTERNAL, -1, "inter");
+        return HAR_ERR_INTERNAL;
+    }
+    return transport(node)->allreduce(node, b);
 }

@@ -4,9 +4,10 @@
  *
  * One interface, one transport per way of moving data: har's ring over MPI
  * point-to-point (ring.c) and the MPI's own all-reduce on the rail (mpi.c),
- * both on host memory so far. A transport says which memory it takes;
- * device data goes to one that takes device memory as it is, or through
- * host memory here, in the one place that stages it (inter.c). The call's
+ * both on host memory so far. A transport says which memory it takes: a
+ * device engine hands one that takes device memory its shard as it is,
+ * and otherwise pipelines its own copies through pinned host memory beside
+ * its kernels (cuda/ipc.c), which only it can overlap. The call's
  * header (what every rank calls, checked on receipt) and HAR_CHECK's sums
  * travel in host memory whatever the data's kind. Every node runs the same
  * transport (HAR_INTER, rank 0's) on the same blocks, whatever engine it
@@ -23,7 +24,6 @@ typedef struct {
     har_mem_kind_t kind;        /* where data lives */
     const har_call_t *call;
     int first;                  /* the call's first block: its header travels with it */
-    char *host;                 /* host memory for a staged copy of device data (n elements at least) */
     char *tmp;                  /* host memory the transport may use: at least tmp_bytes, the plan's chunk */
     size_t tmp_bytes;
 } har_inter_block_t;
@@ -40,9 +40,10 @@ typedef struct {
 
 extern HAR_HIDDEN const har_inter_t har_inter_ring, har_inter_mpi;
 
-/* The block across nodes by the communicator's transport, through host
- * memory (b->host) when that transport does not take b->kind. */
+/* The block across nodes by the communicator's transport. */
 HAR_HIDDEN har_status_t har_inter_allreduce(har_node_t *node, const har_inter_block_t *b);
+/* Does the communicator's transport take memory of this kind as it is? */
+HAR_HIDDEN int har_inter_takes(const har_node_t *node, har_mem_kind_t kind);
 /* At set-up, where the communicator spans nodes. */
 HAR_HIDDEN har_status_t har_inter_setup(har_node_t *node);
 

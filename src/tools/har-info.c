@@ -249,8 +249,9 @@ static void report(void)
         printf("memory per communicator (at most HAR_MAX_COMMS=%lld of them per process):\n", HAR_CFG(max_comms).i);
         printf("  host segment: %zu bytes, shared by the node's %d ranks\n",
                har_seg_bytes(c->node.local_size, (size_t)c->set.slot_bytes), c->node.local_size);
-        printf("  CUDA IPC engine: %lld bytes of GPU memory per rank (two slots and flags)\n",
-               2 * c->set.device_slot_bytes + (long long)HAR_DEV_FLAG_BYTES);
+        printf("  CUDA IPC engine: %lld bytes of GPU memory per rank (%d slots and flags)\n",
+               (c->node.nnodes > 1 ? 3 : 2) * c->set.device_slot_bytes + (long long)HAR_DEV_FLAG_BYTES,
+               c->node.nnodes > 1 ? 3 : 2);
         print_rows(&c->set, c->host_cls, c->node.local_size, c->node.nnodes, c->node.node_comm, c->node.local_rank);
     } else {
         /* One process: a node of one rank, with this process's settings. */

@@ -196,6 +196,8 @@ check "stress, first call on host memory before CUDA: $((iters / 5)) calls on th
     env $share $mpi 2 "$stress" --iters $((iters / 5)) --seed $seed --expect ipc --host-first
 check "stress, 2 nodes of 2 (kernels around the ring), 64 KiB slots: $((iters / 5)) calls" \
     env $share HAR_NODE_SIZE=2 HAR_SLOT_BYTES=64K HAR_DEVICE_SLOT_BYTES=1M $mpi 4 "$stress" --iters $((iters / 5)) --seed $seed --expect ipc --expect ring
+check "2 nodes of 2, 64 KiB slots, HAR_DEVICE_PIPELINE=0 (one chunk at a time): the same results" \
+    env $share HAR_NODE_SIZE=2 HAR_SLOT_BYTES=64K HAR_DEVICE_PIPELINE=0 $mpi 4 "$prog" --device --counts 65537,300001 --sample 4 --seed $seed $ktypes --no-mpi-cases --expect ipc,ring
 check "2 pretend nodes of 1, device buffers on one, host on the other: both chunk alike" \
     env $share HAR_NODE_SIZE=1 $mpi 2 "$prog" --device --mixed --counts 1000,300001,1000003 --types float,int64 --no-mpi-cases --expect ring
 # A rank killed in the middle of calls on device buffers: the job ends, no
