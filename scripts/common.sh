@@ -18,6 +18,7 @@ install_deps() {
     command -v libtoolize > /dev/null || need="$need libtool"
     command -v pkg-config > /dev/null || need="$need pkg-config"
     command -v valgrind > /dev/null || need="$need valgrind"
+    command -v python3 > /dev/null || need="$need python3"
     command -v make > /dev/null || need="$need make"
     command -v gcc > /dev/null || need="$need gcc"
     command -v nm > /dev/null || need="$need binutils"

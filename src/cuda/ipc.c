@@ -42,6 +42,7 @@ typedef struct {
     int nranks, me, gpu;                 /* gpu: ordinal here of the GPU the segment is on */
     int max_blocks;                      /* the grid the node agreed */
     int nslots;                          /* 2 on one node; 3 across nodes, where chunks are pipelined */
+    int numa;                            /* the GPU's NUMA node (-1: unknown): where its host buffers go */
     size_t slot_bytes;
     char *base;                          /* own allocation */
     char *peer[HAR_DEV_MAX_RANKS];       /* every rank's allocation as mapped here */
@@ -58,6 +59,30 @@ typedef struct {
     unsigned seq;                        /* chunks so far: which slot is next; the same on every rank */
 } ipc_t;
 
+/* Pinned host memory on the GPU's NUMA node: the copies between them cross
+ * no socket link. */
+static har_status_t pinned_alloc(char **p, size_t bytes, int numa, const char *what)
+{
+    *p = har_numa_alloc(bytes, numa);
+    if (!*p) {
+        har_note("no host memory for %s (%zu bytes)", what, bytes);
+        return HAR_ERR_CUDA;
+    }
+    har_status_t st = har_gpu_check(cudaHostRegister(*p, bytes, cudaHostRegisterDefault), what);
+    if (st != HAR_OK) {
+        har_numa_free(*p, bytes);
+        *p = NULL;
+    }
+    return st;
+}
+
+static void unpinned_free(char *p, size_t bytes)
+{
+    if (!p) return;
+    cudaHostUnregister(p);
+    har_numa_free(p, bytes);
+}
+
 static void ipc_destroy(void *engine)
 {
     ipc_t *d = engine;
@@ -70,10 +95,10 @@ static void ipc_destroy(void *engine)
     if (d->stream) cudaStreamDestroy(d->stream);
     if (d->abort_host) cudaFreeHost((void *)d->abort_host);
     for (int i = 0; i < 2; i++) {
-        if (d->stage[i]) cudaFreeHost(d->stage[i]);
+        unpinned_free(d->stage[i], d->slot_bytes);
         if (d->out[i]) cudaEventDestroy(d->out[i]);
     }
-    if (d->tmp) cudaFreeHost(d->tmp);
+    unpinned_free(d->tmp, d->slot_bytes);
     cudaGetLastError();
     har_gpu_leave(&scope);
     free(d);
@@ -174,6 +199,7 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         d->gpu = gpu->ordinal;
         d->slot_bytes = (size_t)node->set->device_slot_bytes;
         d->nslots = node->nnodes > 1 ? 3 : 2;
+        d->numa = har_pci_numa_node("/sys", gpu->bus);
         size_t bytes = HAR_DEV_FLAG_BYTES + (size_t)d->nslots * d->slot_bytes;
         uint32_t pattern[4] = {0x68617221u, (uint32_t)d->me, 0, 0};
         ok = har_gpu_enter(d->gpu, &scope) == HAR_OK &&
@@ -218,8 +244,9 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         ipc_destroy(d);
         return HAR_ENGINE_FAILED;
     }
-    HAR_LOG(HAR_LOG_DEBUG, "CUDA IPC engine: %d local ranks, GPU %d, %zu bytes of GPU memory per rank, kernels of at "
-            "most %d blocks", d->nranks, d->gpu, HAR_DEV_FLAG_BYTES + (size_t)d->nslots * d->slot_bytes, d->max_blocks);
+    HAR_LOG(HAR_LOG_DEBUG, "CUDA IPC engine: %d local ranks, GPU %d (%s, NUMA node %d), %zu bytes of GPU memory per "
+            "rank, kernels of at most %d blocks", d->nranks, d->gpu, gpu->bus, d->numa,
+            HAR_DEV_FLAG_BYTES + (size_t)d->nslots * d->slot_bytes, d->max_blocks);
     *engine = d;
     return HAR_ENGINE_READY;
 }
@@ -305,11 +332,11 @@ static har_status_t across_buffers(ipc_t *d)
     if (d->tmp) return HAR_OK;
     har_status_t st = HAR_OK;
     for (int i = 0; i < 2 && st == HAR_OK; i++) {
-        st = har_gpu_check(cudaHostAlloc((void **)&d->stage[i], d->slot_bytes, 0), "cudaHostAlloc (stage)");
+        st = pinned_alloc(&d->stage[i], d->slot_bytes, d->numa, "staging between nodes");
         if (st == HAR_OK)
             st = har_gpu_check(cudaEventCreateWithFlags(&d->out[i], cudaEventDisableTiming), "cudaEventCreate");
     }
-    if (st == HAR_OK) st = har_gpu_check(cudaHostAlloc((void **)&d->tmp, d->slot_bytes, 0), "cudaHostAlloc (ring)");
+    if (st == HAR_OK) st = pinned_alloc(&d->tmp, d->slot_bytes, d->numa, "the transport's scratch");
     return st;
 }
 

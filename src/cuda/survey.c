@@ -102,6 +102,7 @@ har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
     /* Drivers before CUDA 12.3 lack the attribute: MPS is then not known to serve. */
     if (ok && cu->device_get_attribute(&mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, dev) != CUDA_SUCCESS) mps = 0;
     if (ok) {
+        snprintf(gpu->bus, sizeof gpu->bus, "%s", bus);
         memcpy(mine.uuid, uuid.bytes, 16);
         mine.name = hash(name);
     }

@@ -16,6 +16,7 @@ typedef struct {
     int shared_gpu;             /* some local ranks share a GPU (agreed) */
     int same_gpu;               /* local ranks on this rank's GPU, itself included */
     int mps;                    /* every local rank's contexts go through MPS (agreed) */
+    char bus[32];               /* this rank's GPU's PCI bus id, as the driver gives it */
     int reachable;              /* every local rank sees every other's GPU and has peer access to it (agreed) */
     /* "GPU_MODEL/link": link nvlink, pcie or none, or how ranks share GPUs:
      * mps, or shared (time-sliced); "mixed" if models differ */

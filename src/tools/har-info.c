@@ -6,7 +6,8 @@
  *   har-info --paths                path names (HAR_REQUIRE_PATH, HAR_ALGO, the table)
  *   har-info --derive-tuning CSV... the tuning table from har-bench --tuning CSVs
  *   har-info --clean                removes segments in /dev/shm left by processes that died
- *                                   (only the named fallback can leave one) */
+ *                                   (only the named fallback can leave one)
+ *   har-info --topology [--json] [--measure]   the node check-up (topology.c) */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "entry.h"
 #include "nccl/nccl_api.h"
 #include "plan/derive.h"
+#include "tools/tools.h"
 #ifdef HAR_HAVE_HWLOC
 #include <hwloc.h>
 #endif
@@ -26,7 +28,7 @@
 #include <ucp/api/ucp_version.h>
 #endif
 
-static void print_machine(void)
+void har_info_machine(void)
 {
 #ifdef HAR_HAVE_HWLOC
     hwloc_topology_t topo;
@@ -151,7 +153,7 @@ static int derive_tuning(int nfiles, char **files)
 /* This node's GPUs, surveyed as har does at a communicator's first call on
  * device buffers (its class, shared GPUs, MPS): loads the driver here (har
  * itself never does), which makes no context. */
-static int survey_gpus(MPI_Comm node, int local_rank, har_gpu_t *gpu)
+int har_info_survey(MPI_Comm node, int local_rank, har_gpu_t *gpu)
 {
 #ifdef HAR_HAVE_CUDA
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
@@ -179,7 +181,7 @@ static void print_rows(const har_settings_t *s, const char *host_cls, int local_
     char text[256];
     har_gpu_t gpu;
     memset(&gpu, 0, sizeof gpu);
-    int have_dev = survey_gpus(node, local_rank, &gpu);
+    int have_dev = har_info_survey(node, local_rank, &gpu);
     const char *dev_cls = gpu.cls, *pipe = getenv("CUDA_MPS_PIPE_DIRECTORY");
     printf("machine classes here (%d ranks per node, %d node(s)):\n", local_size, nnodes);
     printf("  host buffers: %s\n", host_cls);
@@ -230,7 +232,7 @@ static void report(void)
     for (int e = 0; e < HAR_PATH_COUNT; e++)
         if (har_engines[e]) printf(" %s", har_path_name(e));
     printf(" (and the MPI)%s\n", HAR_KERNELS_BUILT ? "; the CUDA runtime linked statically for the kernels" : "");
-    print_machine();
+    har_info_machine();
     har_nccl_api_t nccl;
     char why[256] = "HAR_NCCL=0";
     if (strcmp(HAR_CFG(nccl).s, "0") != 0 && har_nccl_load(&nccl, HAR_CFG(nccl).s, why, sizeof why))
@@ -286,8 +288,15 @@ int main(int argc, char **argv)
         printf("har-info --clean: %d stale segment(s) removed from /dev/shm\n", removed);
         return 0;
     }
-    if (argc > 1) {
-        fprintf(stderr, "usage: har-info [--variables | --paths | --derive-tuning CSV... | --clean]\n");
+    int topology = argc > 1 && strcmp(argv[1], "--topology") == 0, json = 0, measure = 0;
+    for (int a = 2; topology && a < argc; a++) {
+        if (strcmp(argv[a], "--json") == 0) json = 1;
+        else if (strcmp(argv[a], "--measure") == 0) measure = 1;
+        else topology = 0;
+    }
+    if (argc > 1 && !topology) {
+        fprintf(stderr, "usage: har-info [--variables | --paths | --derive-tuning CSV... | --clean |\n"
+                        "                 --topology [--json] [--measure]]\n");
         return strcmp(argv[1], "--help") == 0 ? 0 : 2;
     }
     MPI_Init(&argc, &argv);
@@ -295,7 +304,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     /* Every rank takes part in the report's collectives; rank 0 prints it. */
     if (rank != 0 && !freopen("/dev/null", "w", stdout)) return 1;
-    report();
+    if (topology) har_info_topology(json, measure);
+    else report();
     MPI_Finalize();
     return 0;
 }

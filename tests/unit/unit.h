@@ -22,7 +22,7 @@ static unsigned long checks, failures;
 
 static uint64_t rng_state;
 
-static uint64_t rng(void)  /* xorshift64*: reproducible from the printed seed */
+static __attribute__((unused)) uint64_t rng(void)  /* xorshift64*: reproducible from the printed seed */
 {
     rng_state ^= rng_state >> 12;
     rng_state ^= rng_state << 25;
