@@ -54,7 +54,10 @@ typedef struct {
     volatile int *abort_host;            /* pinned, mapped: kernels poll it */
     int *abort_dev;
     char *stage[2], *tmp;                /* pinned host, across nodes: shards in turn, the transport's scratch */
-    cudaEvent_t out[2];                  /* a shard's copy to stage[i] done */
+    cudaEvent_t out[2];                  /* a shard reduced, and copied to stage[i] where the transport needs host memory */
+    char *dtmp;                          /* device: the transport's scratch where it takes device memory */
+    cudaStream_t fold;                   /* where the transport's reductions of device blocks run */
+    int dtype, op;                       /* the call in progress, for them */
     uint64_t epoch;                      /* device barriers used; the same on every rank */
     unsigned seq;                        /* chunks so far: which slot is next; the same on every rank */
 } ipc_t;
@@ -99,6 +102,8 @@ static void ipc_destroy(void *engine)
         if (d->out[i]) cudaEventDestroy(d->out[i]);
     }
     unpinned_free(d->tmp, d->slot_bytes);
+    if (d->dtmp) cudaFree(d->dtmp);
+    if (d->fold) cudaStreamDestroy(d->fold);
     cudaGetLastError();
     har_gpu_leave(&scope);
     free(d);
@@ -280,27 +285,43 @@ static char *shard_of(const ipc_t *d, const har_dev_args_t *a, size_t *len)
     return a->slot[d->me] + off * a->elem;
 }
 
-/* Reduces chunk a to this rank's shard and copies it out to stage[i]. */
-static har_status_t reduce_out(ipc_t *d, har_dev_args_t *a, int i)
+/* Reduces chunk a to this rank's shard and (`out`: for a transport that
+ * takes host memory) copies it out to stage[i]; out[i] then says it is done. */
+static har_status_t reduce_out(ipc_t *d, har_dev_args_t *a, int i, int out)
 {
     size_t len;
     char *shard = shard_of(d, a, &len);
     har_status_t st = launch(d, a, HAR_DEV_REDUCE);
-    if (st == HAR_OK && len > 0)
+    if (st == HAR_OK && len > 0 && out)
         st = har_gpu_check(cudaMemcpyAsync(d->stage[i], shard, len * a->elem, cudaMemcpyDeviceToHost, d->stream),
                            "copy to host");
     if (st == HAR_OK) st = har_gpu_check(cudaEventRecord(d->out[i], d->stream), "cudaEventRecord");
     return st;
 }
 
-/* Across nodes: the pipeline of the comment at the top. */
+/* The transport's reduction of a device block: a kernel on a stream of its
+ * own (the main one may hold the next chunk's kernel, which waits for the
+ * peers), finished before the block moves on. */
+static har_status_t fold_block(void *ctx, char *acc, const char *in, size_t n)
+{
+    ipc_t *d = ctx;
+    har_status_t st = har_gpu_check(har_dev_fold(acc, in, n, d->dtype, d->op, d->fold), "fold kernel");
+    return st == HAR_OK ? har_gpu_check(cudaStreamSynchronize(d->fold), "fold kernel") : st;
+}
+
+/* Across nodes: the pipeline of the comment at the top. Where the
+ * transport takes device memory (an MPI that moves it), the shards go to
+ * it as they are, with no copies, reduced by a kernel. */
 static har_status_t run_across(ipc_t *d, har_node_t *node, const har_call_t *call, har_dev_args_t *a, size_t chunk,
                                const har_gpu_watch_t *watch)
 {
     har_dev_args_t args[2] = {*a, *a};  /* chunk c's in args[c % 2] */
     size_t done = 0, c = 0;
+    int direct = har_inter_takes(node, HAR_MEM_DEVICE);
+    d->dtype = a->dtype;
+    d->op = a->op;
     next_chunk(d, call, chunk, done, &args[0]);
-    har_status_t st = reduce_out(d, &args[0], 0);
+    har_status_t st = reduce_out(d, &args[0], 0, !direct);
     for (; st == HAR_OK && done < call->count; done += args[c % 2].n, c++) {
         har_dev_args_t *now = &args[c % 2], *then = &args[(c + 1) % 2];
         size_t len;
@@ -309,34 +330,44 @@ static har_status_t run_across(ipc_t *d, har_node_t *node, const har_call_t *cal
         st = har_gpu_wait_event(d->stream, d->out[c % 2], node, watch, "device shard");
         if (st == HAR_OK && more && overlap) {
             next_chunk(d, call, chunk, done + now->n, then);
-            st = reduce_out(d, then, (int)((c + 1) % 2));
+            st = reduce_out(d, then, (int)((c + 1) % 2), !direct);
         }
-        har_inter_block_t across = {d->stage[c % 2], len, HAR_MEM_HOST, call, c == 0, d->tmp, d->slot_bytes};
+        har_inter_block_t across = {.data = d->stage[c % 2], .n = len, .kind = HAR_MEM_HOST, .call = call,
+                                    .first = c == 0, .tmp = d->tmp, .tmp_bytes = d->slot_bytes};
+        if (direct)
+            across = (har_inter_block_t){.data = shard, .n = len, .kind = HAR_MEM_DEVICE, .call = call, .first = c == 0,
+                                         .tmp = d->dtmp, .tmp_bytes = d->slot_bytes, .reduce = fold_block,
+                                         .reduce_ctx = d};
         if (st == HAR_OK && len > 0) st = har_inter_allreduce(node, &across);
-        if (st == HAR_OK && len > 0)
+        if (st == HAR_OK && len > 0 && !direct)
             st = har_gpu_check(cudaMemcpyAsync(shard, d->stage[c % 2], len * now->elem, cudaMemcpyHostToDevice,
                                                d->stream), "copy to device");
         if (st == HAR_OK) st = launch(d, now, HAR_DEV_GATHER);
         if (st == HAR_OK && more && !overlap) {  /* HAR_DEVICE_PIPELINE=0: the next chunk after this one */
             if ((st = har_gpu_wait(d->stream, node, watch, "device")) != HAR_OK) break;
             next_chunk(d, call, chunk, done + now->n, then);
-            st = reduce_out(d, then, (int)((c + 1) % 2));
+            st = reduce_out(d, then, (int)((c + 1) % 2), !direct);
         }
     }
     return st;
 }
 
-/* Pinned host buffers and events for the pipeline, on first need. */
-static har_status_t across_buffers(ipc_t *d)
+/* Pinned host buffers (or device scratch, for a transport that takes
+ * device memory) and events for the pipeline, on first need. */
+static har_status_t across_buffers(ipc_t *d, const har_node_t *node)
 {
-    if (d->tmp) return HAR_OK;
     har_status_t st = HAR_OK;
-    for (int i = 0; i < 2 && st == HAR_OK; i++) {
-        st = pinned_alloc(&d->stage[i], d->slot_bytes, d->numa, "staging between nodes");
-        if (st == HAR_OK)
-            st = har_gpu_check(cudaEventCreateWithFlags(&d->out[i], cudaEventDisableTiming), "cudaEventCreate");
+    for (int i = 0; i < 2 && st == HAR_OK; i++)
+        if (!d->out[i]) st = har_gpu_check(cudaEventCreateWithFlags(&d->out[i], cudaEventDisableTiming), "event");
+    if (har_inter_takes(node, HAR_MEM_DEVICE)) {
+        if (st == HAR_OK && !d->dtmp) st = har_gpu_check(cudaMalloc((void **)&d->dtmp, d->slot_bytes), "cudaMalloc");
+        if (st == HAR_OK && !d->fold)
+            st = har_gpu_check(cudaStreamCreateWithFlags(&d->fold, cudaStreamNonBlocking), "cudaStreamCreate");
+        return st;
     }
-    if (st == HAR_OK) st = pinned_alloc(&d->tmp, d->slot_bytes, d->numa, "the transport's scratch");
+    for (int i = 0; i < 2 && st == HAR_OK; i++)
+        if (!d->stage[i]) st = pinned_alloc(&d->stage[i], d->slot_bytes, d->numa, "staging between nodes");
+    if (st == HAR_OK && !d->tmp) st = pinned_alloc(&d->tmp, d->slot_bytes, d->numa, "the transport's scratch");
     return st;
 }
 
@@ -357,7 +388,7 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
     size_t chunk = har_chunk_elems(plan->chunk_bytes, a.elem);
     har_status_t st = HAR_OK;
     if (node->nnodes > 1) {
-        if ((st = across_buffers(d)) == HAR_OK) st = run_across(d, node, call, &a, chunk, &watch);
+        if ((st = across_buffers(d, node)) == HAR_OK) st = run_across(d, node, call, &a, chunk, &watch);
     } else {
         /* One node: chunks queue up back to back. */
         for (size_t done = 0; done < call->count && st == HAR_OK; done += a.n) {

@@ -8,6 +8,7 @@
 // a peer that has not started the call.
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <type_traits>
 #include "cuda/kernels.h"
 #include "plan/shard.h"
 
@@ -182,6 +183,41 @@ template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS)
 
 __global__ void probe(const uint4 *peer, uint4 *out) { *out = __ldcv(peer); }  // not from any cache
 
+// acc[i] = acc[i] op in[i]: a block the ring received, folded in where it is.
+template <typename T, int OP> __global__ void fold(T *acc, const T *in, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        acc[i] = apply<T, OP>(acc[i], in[i]);
+}
+
+template <typename T, int OP> int fold_one(void *acc, const void *in, size_t n, cudaStream_t s)
+{
+    int blocks = (int)((n + 255) / 256 < 1024 ? (n + 255) / 256 : 1024);
+    fold<T, OP><<<blocks > 0 ? blocks : 1, 256, 0, s>>>((T *)acc, (const T *)in, n);
+    return (int)cudaGetLastError();
+}
+
+template <typename T> int fold_type(int op, void *acc, const void *in, size_t n, cudaStream_t s)
+{
+    switch (op) {
+    case HAR_OP_SUM: return fold_one<T, HAR_OP_SUM>(acc, in, n, s);
+    case HAR_OP_PROD: return fold_one<T, HAR_OP_PROD>(acc, in, n, s);
+    case HAR_OP_MIN: return fold_one<T, HAR_OP_MIN>(acc, in, n, s);
+    case HAR_OP_MAX: return fold_one<T, HAR_OP_MAX>(acc, in, n, s);
+    }
+    if constexpr (std::is_integral<T>::value) {
+        switch (op) {
+        case HAR_OP_BAND: return fold_one<T, HAR_OP_BAND>(acc, in, n, s);
+        case HAR_OP_BOR: return fold_one<T, HAR_OP_BOR>(acc, in, n, s);
+        case HAR_OP_BXOR: return fold_one<T, HAR_OP_BXOR>(acc, in, n, s);
+        case HAR_OP_LAND: return fold_one<T, HAR_OP_LAND>(acc, in, n, s);
+        case HAR_OP_LOR: return fold_one<T, HAR_OP_LOR>(acc, in, n, s);
+        case HAR_OP_LXOR: return fold_one<T, HAR_OP_LXOR>(acc, in, n, s);
+        }
+    }
+    return (int)cudaErrorInvalidValue;
+}
+
 template <typename T, int OP> int launch_one(const har_dev_args_t *a, int blocks, cudaStream_t s)
 {
     allreduce<T, OP><<<blocks, HAR_DEV_THREADS, 0, s>>>(*a);
@@ -271,6 +307,20 @@ extern "C" int har_dev_launch(const har_dev_args_t *a, int blocks, void *stream)
     case HAR_DT_U32: return launch_int<uint32_t>(a, blocks, s);
     case HAR_DT_I64: return launch_int<int64_t>(a, blocks, s);
     case HAR_DT_U64: return launch_int<uint64_t>(a, blocks, s);
+    }
+    return (int)cudaErrorInvalidValue;
+}
+
+extern "C" int har_dev_fold(void *acc, const void *in, size_t n, int dtype, int op, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (dtype) {
+    case HAR_DT_F32: return fold_type<float>(op, acc, in, n, s);
+    case HAR_DT_F64: return fold_type<double>(op, acc, in, n, s);
+    case HAR_DT_I32: return fold_type<int32_t>(op, acc, in, n, s);
+    case HAR_DT_U32: return fold_type<uint32_t>(op, acc, in, n, s);
+    case HAR_DT_I64: return fold_type<int64_t>(op, acc, in, n, s);
+    case HAR_DT_U64: return fold_type<uint64_t>(op, acc, in, n, s);
     }
     return (int)cudaErrorInvalidValue;
 }

@@ -49,6 +49,9 @@ int har_dev_blocks(size_t bytes, int max_blocks);
  * say. A block waits for the same block of every peer, so a grid is only
  * safe when every block of every rank on a GPU can be resident together. */
 int har_dev_blocks_per_sm(void);
+/* acc[i] = acc[i] op in[i] for n elements of device memory, queued on
+ * `stream`: the ring's reduction where its blocks are device memory. */
+int har_dev_fold(void *acc, const void *in, size_t n, int dtype, int op, void *stream);
 /* Copies 16 bytes from `peer` (another GPU's memory) to `out` with a kernel:
  * proof that this GPU can load from that one. 0 or a cudaError_t. */
 int har_dev_probe(const void *peer, void *out, void *stream);

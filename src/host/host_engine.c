@@ -166,8 +166,8 @@ static har_status_t two_shot(const chunk_t *c)
     for (int r = 0; r < L; r++)
         if (r != me) src[nsrc++] = har_seg_slot(seg, r, c->parity) + off * elem;
     har_reduce_many(call->red.fn, elem, shard, src, nsrc, len, node->cores);
-    har_inter_block_t across = {shard, len, HAR_MEM_HOST, call, c->first, node->scratch,
-                                (size_t)node->set->slot_bytes};
+    har_inter_block_t across = {.data = shard, .n = len, .kind = HAR_MEM_HOST, .call = call, .first = c->first,
+                                .tmp = node->scratch, .tmp_bytes = (size_t)node->set->slot_bytes};
     if (node->rail_comm != MPI_COMM_NULL && len > 0 && (st = har_inter_allreduce(node, &across)) != HAR_OK) return st;
     if (check) har_seg_sums(seg, me, c->parity)[L] = har_check_sum(shard, len * elem, off * elem);
     HAR_TEST_POINT("shard");
@@ -186,8 +186,9 @@ static har_status_t two_shot(const chunk_t *c)
                     return st;
                 memcpy(mine + off * elem, theirs, len * elem);
             }
-            har_inter_block_t whole = {mine, c->n, HAR_MEM_HOST, call, c->first, node->scratch,
-                                       (size_t)node->set->slot_bytes};
+            har_inter_block_t whole = {.data = mine, .n = c->n, .kind = HAR_MEM_HOST, .call = call,
+                                       .first = c->first, .tmp = node->scratch,
+                                       .tmp_bytes = (size_t)node->set->slot_bytes};
             if ((st = har_inter_allreduce(node, &whole)) != HAR_OK) return st;
             if (check) har_seg_sums(seg, 0, c->parity)[L] = har_check_sum(mine, c->n * elem, 0);
         }

@@ -21,7 +21,8 @@ har_status_t har_inter_setup(har_node_t *node)
 
 int har_inter_takes(const har_node_t *node, har_mem_kind_t kind)
 {
-    return (transport(node)->takes & (kind == HAR_MEM_HOST ? HAR_TAKES_HOST : HAR_TAKES_DEVICE)) != 0;
+    if (kind == HAR_MEM_HOST) return (transport(node)->takes & HAR_TAKES_HOST) != 0;
+    return (transport(node)->takes & HAR_TAKES_DEVICE) && har_mpi_cuda_p2p();
 }
 
 har_status_t har_inter_allreduce(har_node_t *node, const har_inter_block_t *b)

@@ -24,13 +24,20 @@ typedef struct {
     har_mem_kind_t kind;        /* where data lives */
     const har_call_t *call;
     int first;                  /* the call's first block: its header travels with it */
-    char *tmp;                  /* host memory the transport may use: at least tmp_bytes, the plan's chunk */
+    char *tmp;                  /* memory of the same kind the transport may use: at least tmp_bytes, the plan's chunk */
     size_t tmp_bytes;
+    /* Device data: reduces n elements of `in` into `acc` where they are
+     * (a kernel); NULL: host data, reduced by the CPU. */
+    har_status_t (*reduce)(void *ctx, char *acc, const char *in, size_t n);
+    void *reduce_ctx;
 } har_inter_block_t;
 
 typedef struct {
     int path;                   /* its path: what the counters show (HAR_INTER picks it) */
-    unsigned takes;             /* HAR_TAKES_HOST, and HAR_TAKES_DEVICE if it moves device memory as it is */
+    /* HAR_TAKES_HOST, and HAR_TAKES_DEVICE if it moves device memory as it
+     * is, through the MPI's point-to-point calls where the MPI moves device
+     * memory (har_mpi_cuda_p2p: detected, or HAR_MPI_CUDA_P2P=1) */
+    unsigned takes;
     /* Once, at a communicator's set-up where it spans nodes. */
     har_status_t (*setup)(har_node_t *node);
     /* In place on b->data (of a kind it takes). Every wait is the node's

@@ -115,9 +115,12 @@ static har_status_t wait_exchange(har_node_t *node, int n, MPI_Request *req, int
  * goes too, with the block in its message when both are small. The block
  * this rank expects is `expect` bytes, but the receive takes up to
  * recv_bytes (the whole of tmp): a rank whose call differs may send more,
- * and the header, not a truncated receive, must say so. */
+ * and the header, not a truncated receive, must say so. The blocks are of
+ * memory `kind` (device memory with an MPI that moves it): the header's
+ * message, in host memory, packs a small one by a copy. */
 static har_status_t exchange(har_node_t *node, char *send, size_t send_bytes, char *recv, size_t expect,
-                             size_t recv_bytes, int to, int from, MPI_Comm ring, int headers, int check)
+                             size_t recv_bytes, int to, int from, MPI_Comm ring, int headers, int check,
+                             har_mem_kind_t kind)
 {
     struct har_ring_msgs *m = node->ring_msgs;
     /* Slots: 0, 1 the block, or the header's message; 2, 3 the checksums;
@@ -131,7 +134,11 @@ static har_status_t exchange(har_node_t *node, char *send, size_t send_bytes, ch
     } else {
         int packed = send_bytes <= sizeof m->out.block;
         m->out.h.packed_bytes = packed ? (int32_t)send_bytes : -1;
-        if (packed) memcpy(m->out.block, send, send_bytes);
+        har_status_t st = packed ? har_mem_copy(m->out.block, HAR_MEM_HOST, send, kind, send_bytes) : HAR_OK;
+        if (st != HAR_OK) {
+            har_node_fail(node, st, -1, "ring");
+            return st;
+        }
         size_t out_bytes = sizeof m->out.h + (packed ? send_bytes : 0);
         rc = PMPI_Irecv(&m->in, (int)sizeof m->in, MPI_BYTE, from, HEADER_TAG, ring, &req[0]);
         if (rc == MPI_SUCCESS) rc = PMPI_Isend(&m->out, (int)out_bytes, MPI_BYTE, to, HEADER_TAG, ring, &req[1]);
@@ -157,7 +164,11 @@ static har_status_t exchange(har_node_t *node, char *send, size_t send_bytes, ch
     if (came >= 0) {
         abandon(1, req + 4);
         size_t fits = recv_bytes < sizeof m->in.block ? recv_bytes : sizeof m->in.block;
-        memcpy(recv, m->in.block, (size_t)came < fits ? (size_t)came : fits);
+        if ((st = har_mem_copy(recv, kind, m->in.block, HAR_MEM_HOST, (size_t)came < fits ? (size_t)came : fits)) !=
+            HAR_OK) {
+            har_node_fail(node, st, -1, "ring");
+            return st;
+        }
     } else if (req[4] == MPI_REQUEST_NULL)
         rc = PMPI_Irecv(recv, (int)recv_bytes, MPI_BYTE, from, RING_TAG, ring, &req[4]);
     if (req[4] == MPI_REQUEST_NULL && req[5] == MPI_REQUEST_NULL) return HAR_OK;
@@ -200,14 +211,16 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
         int headers = first && s == 0;
         if (check) m->sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
 #ifdef HAR_TEST_HOOKS
-        if (HAR_CFG(test_corrupt_ring).i == node->rank && slen > 0) data[soff * elem] ^= 0x40;  /* in flight */
+        if (HAR_CFG(test_corrupt_ring).i == node->rank && slen > 0 && b->kind == HAR_MEM_HOST)
+            data[soff * elem] ^= 0x40;  /* in flight */
 #endif
         har_status_t st = exchange(node, data + soff * elem, slen * elem, tmp, rlen * elem,
-                                   headers ? tmp_bytes : rlen * elem, right, left, ring, headers, check);
+                                   headers ? tmp_bytes : rlen * elem, right, left, ring, headers, check, b->kind);
         if (st == HAR_OK && headers) st = check_header(node, &m->out.h, &m->in.h);
         if (st == HAR_OK && check) st = verify_block(node, tmp, rlen * elem, roff * elem, &m->came, "ring");
+        if (st == HAR_OK && b->reduce) st = b->reduce(b->reduce_ctx, data + roff * elem, tmp, rlen);
+        else if (st == HAR_OK) call->red.fn(data + roff * elem, tmp, rlen);
         if (st != HAR_OK) return st;
-        call->red.fn(data + roff * elem, tmp, rlen);
     }
     /* All-gather: pass the finished blocks around. */
     for (int s = 0; s < p - 1; s++) {
@@ -215,11 +228,12 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
         har_shard(n, elem, p, (me - s + p) % p, &roff, &rlen);
         if (check) m->sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
         har_status_t st = exchange(node, data + soff * elem, slen * elem, data + roff * elem, rlen * elem,
-                                   rlen * elem, right, left, ring, 0, check);
+                                   rlen * elem, right, left, ring, 0, check, b->kind);
         if (st == HAR_OK && check) st = verify_block(node, data + roff * elem, rlen * elem, roff * elem, &m->came, "ring");
         if (st != HAR_OK) return st;
     }
     return HAR_OK;
 }
 
-const har_inter_t har_inter_ring = {HAR_PATH_RING, HAR_TAKES_HOST, ring_setup, ring_allreduce};
+/* Device memory too, where the MPI moves it (har_inter_takes asks). */
+const har_inter_t har_inter_ring = {HAR_PATH_RING, HAR_TAKES_HOST | HAR_TAKES_DEVICE, ring_setup, ring_allreduce};

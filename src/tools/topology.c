@@ -334,9 +334,13 @@ int har_info_topology(int json, int measure)
             for (int e = 0; e < HAR_PATH_COUNT; e++)
                 if (e == HAR_PATH_HOST_SEGMENT || e == HAR_PATH_IPC || e == HAR_PATH_NCCL || har_engine_traits[e])
                     printf("    %-13s %s\n", har_path_name(e), why_not[e][0] ? why_not[e] : "serves");
-            if (measure)
-                printf("  a 4-byte all-reduce through har on this node: host %.2f us (%s), device %.2f us (%s)\n",
-                       host_us, host_paths, dev_us, dev_paths);
+            if (measure && local_size > 1) {
+                printf("  a 4-byte all-reduce through har on this node: host %.2f us (%s)", host_us, host_paths);
+                if (dev_us > 0) printf(", device %.2f us (%s)", dev_us, dev_paths);
+                printf("\n");
+            } else if (measure) {
+                printf("  (the small all-reduce needs 2 or more ranks on the node: run under mpirun)\n");
+            }
         }
     }
     free(rows);
