@@ -1,4 +1,4 @@
-/* Node-context waits, failures and agreements (node.h). */
+/* Bounded waits, failures and agreements on a node (failure.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>

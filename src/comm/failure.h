@@ -1,0 +1,69 @@
+/* Every wait that involves peers, so that each is bounded the same way (a
+ * dead local peer, HAR_TIMEOUT, a launcher that is gone, a failure
+ * reported by another rank or node), and every failure, said once naming
+ * the rank at fault by its rank in the communicator and in MPI_COMM_WORLD
+ * and its host, and passed on to the other nodes (failure.c). Included by
+ * comm/node.h, after the node context. */
+#ifndef HAR_FAILURE_H
+#define HAR_FAILURE_H
+
+typedef struct har_node har_node_t;
+
+/* At MPI_Init: notes the launcher (the parent process), to tell later
+ * whether it is gone, and counts the job's ranks on this machine (`census`:
+ * collective over MPI_COMM_WORLD, which only MPI_Init's wrapper may do). */
+HAR_HIDDEN void har_node_init(int census);
+/* MPI_COMM_WORLD's ranks on this machine (the kernel's boot id: hosts made
+ * of namespaces on one machine count as one), this one included; 0 if not
+ * counted (MPI was initialised through an entry point har does not wrap).
+ * Any of them may share this rank's GPU: device engines size their grids
+ * by it. */
+HAR_HIDDEN int har_machine_ranks(void);
+
+/* Waits for every local rank to finish the step this rank just finished. */
+HAR_HIDDEN har_status_t har_node_wait_all(har_node_t *node, const char *step);
+/* Waits for one local rank. */
+HAR_HIDDEN har_status_t har_node_wait_one(har_node_t *node, int peer, const char *step);
+/* While something else works (the GPU): the checks of a wait, once. */
+HAR_HIDDEN har_status_t har_node_check(har_node_t *node, double started, const char *step);
+/* Waits for MPI requests (set-up exchanges, the ring, the inter-node step)
+ * with the same bounds. On failure the requests are left pending: the
+ * communicator is failed for good, and nothing reuses their buffers. Where
+ * the data come from one rank (`partner`, its rank in the communicator, or
+ * -1), that rank is the one named if HAR_TIMEOUT ends the wait. */
+HAR_HIDDEN har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, int partner,
+                                              const char *step);
+/* The wait for one exchange just posted by a non-blocking collective
+ * (`posted`: the posting call's return code); a post the MPI refused is
+ * recorded as HAR_ERR_INTERNAL at `step`. */
+HAR_HIDDEN har_status_t har_node_exchange(har_node_t *node, int posted, MPI_Request *req, const char *step);
+/* A failure found by this rank: recorded for the local peers (the first
+ * record wins) unless one is already. `culprit`: local rank at fault, or -1
+ * for this rank itself. */
+HAR_HIDDEN void har_node_fail(har_node_t *node, har_status_t st, int culprit, const char *step);
+/* The same for a rank named by its ranks in the communicator and in
+ * MPI_COMM_WORLD (-1: unknown) and its host ("?": unknown), such as a rank
+ * on another node. */
+HAR_HIDDEN void har_node_blame(har_node_t *node, har_status_t st, int rank, int world_rank, const char *host,
+                               const char *step);
+/* Has a failure been recorded (here or by a local peer)? */
+HAR_HIDDEN int har_node_failed(const har_node_t *node);
+/* The recorded failure, or NULL. */
+HAR_HIDDEN const har_failure_t *har_node_record(const har_node_t *node);
+/* Detaches the segment (a set-up that failed or was declined), keeping its
+ * failure record, if any, for the report. */
+HAR_HIDDEN void har_node_drop_segment(har_node_t *node);
+/* Says, once, why the communicator failed (from the node's record), and
+ * tells the other nodes. */
+HAR_HIDDEN void har_node_report(har_node_t *node);
+/* Posts the receive of failure notices (set-up, several nodes). */
+HAR_HIDDEN void har_node_listen(har_node_t *node);
+/* Once the segment is mapped: its waits hear notices too. */
+HAR_HIDDEN void har_node_attached(har_node_t *node);
+/* Agreement over the node communicator: 1 on every local rank if `ok` is 1
+ * on all. Otherwise the lowest local rank where it failed says why in one
+ * warning (`quiet`: at debug level), "<what>: <why>; <consequence>". */
+HAR_HIDDEN int har_node_agree(har_node_t *node, int ok, int quiet, const char *what, const char *why,
+                              const char *consequence);
+
+#endif
