@@ -77,7 +77,7 @@ typedef struct har_engine {
 /* The engines built here, by path (NULL for the others and for paths that
  * are no engine): src/engines.c makes it from paths.h's list. */
 extern HAR_HIDDEN const har_engine_t *const har_engines[HAR_PATH_COUNT];
-/* Their traits alone, as the plan reads them. */
-extern HAR_HIDDEN const har_engine_traits_t *const har_engine_traits[HAR_PATH_COUNT];
+/* Their traits, as the plan reads them. */
+HAR_HIDDEN const har_engine_set_t *har_engine_set(void);
 
 #endif

@@ -45,7 +45,7 @@ static void say_why_not(const har_comm_t *c, const har_plan_in_t *in)
 {
     if (har_log_level < HAR_LOG_DEBUG || c->node.local_rank != 0) return;
     for (int e = 0; e < HAR_PATH_COUNT; e++) {
-        const har_engine_traits_t *t = har_engine_traits[e];
+        const har_engine_traits_t *t = har_engine_set()->by_path[e];
         if (!t || !(t->takes & HAR_TAKES_DEVICE) || (t->takes & HAR_TAKES_HOST)) continue;
         har_plan_in_t any = *in;  /* a type and op it reduces */
         any.dev_type = HAR_DT_F32;
@@ -180,7 +180,7 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
         }
     }
     har_plan_in_t in = {call->bytes, call->red.elem_size, node->local_size, node->nnodes, node->uniform, 0, 0,
-                        call->red.dev_type, call->red.dev_op, har_engine_traits, engines_on_offer(c, 0), forced,
+                        call->red.dev_type, call->red.dev_op, har_engine_set(), engines_on_offer(c, 0), forced,
                         c->host_cls};
     har_plan_t host = har_plan(&in, &c->set);
     agreed_t agreed = {0, 0};

@@ -50,25 +50,36 @@ const char *har_plan_why_not(const har_engine_traits_t *e, const har_plan_in_t *
     return NULL;
 }
 
+void har_engine_set_rank(har_engine_set_t *set)
+{
+    for (int dev = 0; dev < 2; dev++) {
+        int *ranked = set->ranked[dev], n = 0;
+        for (int p = 0; p < HAR_PATH_COUNT; p++) {
+            const har_engine_traits_t *e = set->by_path[p];
+            if (!e || !(e->takes & (dev ? HAR_TAKES_DEVICE : HAR_TAKES_HOST))) continue;
+            int at = n++;  /* by rank, the list's order among equals */
+            while (at > 0 && set->by_path[ranked[at - 1]]->rank > e->rank) ranked[at] = ranked[at - 1], at--;
+            ranked[at] = p;
+        }
+        set->n[dev] = n;
+    }
+}
+
 int har_plan_candidates(const har_plan_in_t *in, const har_settings_t *s, unsigned *cand)
 {
     const har_engine_traits_t *order[HAR_PATH_COUNT];
     int n = 0, k = 0, one_node = in->nnodes == 1;
-    for (int p = 0; p < HAR_PATH_COUNT; p++) {
-        const har_engine_traits_t *e = in->traits[p];
-        if (!e || !(in->engines & (1u << p)) || har_plan_why_not(e, in, s)) continue;
-        int at = k++;  /* by rank, the list's order among equals */
-        while (at > 0 && order[at - 1]->rank > e->rank) order[at] = order[at - 1], at--;
+    const har_engine_set_t *set = in->engine_set;
+    int dev = in->on_device != 0;
+    for (int i = 0; i < set->n[dev]; i++) {
+        const har_engine_traits_t *e = set->by_path[set->ranked[dev][i]];
+        if (!(in->engines & (1u << e->path)) || har_plan_why_not(e, in, s)) continue;
+        /* Past its first_from size an engine comes first (NCCL passed the
+         * kernels from 32 MiB on 2 H200s); the rest keep their order. */
+        long long from = e->first_from == HAR_NO_SETTING ? 0 : setting(s, e->first_from);
+        int at = from > 0 && in->bytes >= (uint64_t)from ? 0 : k;
+        for (int j = k++; j > at; j--) order[j] = order[j - 1];
         order[at] = e;
-    }
-    /* An engine past its first_from size comes first (NCCL passed the
-     * kernels from 32 MiB on 2 H200s); the rest keep their order. */
-    for (int i = 1; i < k; i++) {
-        long long from = setting(s, order[i]->first_from);
-        if (from <= 0 || in->bytes < (uint64_t)from) continue;
-        const har_engine_traits_t *e = order[i];
-        for (int j = i; j > 0; j--) order[j] = order[j - 1];
-        order[0] = e;
     }
     unsigned one = HAR_BIT(ONE_SHOT), two = HAR_BIT(TWO_SHOT);
     for (int i = 0; i < k; i++) {
@@ -114,9 +125,8 @@ har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s)
     p.row = har_tune_lookup(s->tune, s->ntune, in->on_device, in->cls, in->local_size, in->nnodes, in->bytes);
     if (p.row && !narrow(cand, &n, p.row->choice)) p.row = NULL;  /* no candidate meets it: it did not decide */
     unsigned chosen = cand[0];
-    p.engine = HAR_PATH_MPI;
-    for (int e = 0; e < HAR_PATH_COUNT; e++)
-        if (in->traits[e] && (chosen & (1u << e))) p.engine = e;
+    unsigned engine = chosen & HAR_ENGINE_BITS;  /* a plan shows one engine, or the MPI */
+    p.engine = engine ? __builtin_ctz(engine) : HAR_PATH_MPI;
     p.one_shot = (chosen & HAR_BIT(ONE_SHOT)) != 0;
     p.paths = chosen;
     if (in->nnodes > 1 && p.engine != HAR_PATH_MPI)
@@ -125,7 +135,7 @@ har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s)
      * engines: all chunk by the smaller slot, from settings all share. */
     size_t host = (size_t)s->slot_bytes, dev = (size_t)s->device_slot_bytes;
     if (in->nnodes > 1) p.chunk_bytes = host < dev ? host : dev;
-    else p.chunk_bytes = p.engine != HAR_PATH_MPI && in->traits[p.engine]->device_slot ? dev : host;
+    else p.chunk_bytes = engine && in->engine_set->by_path[p.engine]->device_slot ? dev : host;
     return p;
 }
 

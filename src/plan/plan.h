@@ -52,6 +52,17 @@ typedef struct {
     ptrdiff_t first_from, one_shot_max;
 } har_engine_traits_t;
 
+/* The engines built here, as the plan reads them: by path (NULL for paths
+ * that are no engine built here), and, for calls on host and on device
+ * buffers, the paths of those that take them in the thresholds' order of
+ * rank (fixed for a build: sorted once, off the per-call path). */
+typedef struct {
+    const har_engine_traits_t *by_path[HAR_PATH_COUNT];
+    int ranked[2][HAR_PATH_COUNT], n[2];  /* [0]: host buffers, [1]: device buffers */
+} har_engine_set_t;
+/* Fills set->ranked from set->by_path. */
+HAR_HIDDEN void har_engine_set_rank(har_engine_set_t *set);
+
 /* What a call's plan depends on: the same on every local rank. */
 typedef struct {
     uint64_t bytes;
@@ -60,7 +71,7 @@ typedef struct {
     int on_device;              /* every local rank holds device buffers on its own engine's GPU (agreed) */
     int shared_gpu;             /* some local ranks share a GPU (agreed at the device survey) */
     int dev_type, dev_op;       /* the type and op codes (core/types.h), HAR_DT_NONE if no kernel reduces it */
-    const har_engine_traits_t *const *traits;  /* by path: the engines built here (NULL for the others) */
+    const har_engine_set_t *engine_set;  /* the engines built here */
     unsigned engines;           /* engines not ruled out on this node: set up, or yet to try */
     unsigned forced;            /* paths the plan must show (HAR_ALGO, har_set_algo); 0: none */
     const char *cls;            /* machine class of the buffers' kind, for the table; NULL: unknown */

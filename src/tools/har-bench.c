@@ -434,7 +434,7 @@ int main(int argc, char **argv)
         static char names[2 * HAR_PATH_COUNT][48];
         int k = 0;
         for (int e = 0; e < HAR_PATH_COUNT; e++) {
-            const har_engine_traits_t *t = har_engine_traits[e];
+            const har_engine_traits_t *t = har_engine_set()->by_path[e];
             if (!t || t->forced_only || !(t->takes & (opt.device ? HAR_TAKES_DEVICE : HAR_TAKES_HOST))) continue;
             if (nnodes > 1 && !(t->across & HAR_BIT(RAILS))) continue;
             const char *name = har_path_name(e);

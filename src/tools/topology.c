@@ -254,13 +254,13 @@ int har_info_topology(int json, int measure)
     PMPI_Comm_size(node, &local_size);
     har_settings_t s;
     har_settings_from(&har_cfg, &s);
-    har_plan_in_t in = {1 << 20, 4, local_size, 1, 1, 1, gpu.shared_gpu, HAR_DT_F32, HAR_OP_SUM, har_engine_traits,
+    har_plan_in_t in = {1 << 20, 4, local_size, 1, 1, 1, gpu.shared_gpu, HAR_DT_F32, HAR_OP_SUM, har_engine_set(),
                         ~0u, 0, gpu.cls};
     char why_not[HAR_PATH_COUNT][96] = {{0}}, nccl_why[256];
     har_nccl_api_t api;
     int nccl_loads = strcmp(HAR_CFG(nccl).s, "0") != 0 && har_nccl_load(&api, HAR_CFG(nccl).s, nccl_why, sizeof nccl_why);
     for (int e = 0; e < HAR_PATH_COUNT; e++) {
-        const har_engine_traits_t *t = har_engine_traits[e];
+        const har_engine_traits_t *t = har_engine_set()->by_path[e];
         const char *why = t ? har_plan_why_not(t, &in, &s) : "not built";
         if (t && t->forced_only) why = NULL;  /* the test build's: only when forced */
         if (!why && e == HAR_PATH_IPC && !gpu.reachable && !(gpu.shared_gpu && gpu.mps))
@@ -303,7 +303,7 @@ int har_info_topology(int json, int measure)
                    gpu.reachable ? "true" : "false");
             printf(" \"engines\": {");
             for (int e = 0, k = 0; e < HAR_PATH_COUNT; e++)
-                if (har_engine_traits[e] || (e == HAR_PATH_IPC || e == HAR_PATH_NCCL))
+                if (har_engine_set()->by_path[e] || (e == HAR_PATH_IPC || e == HAR_PATH_NCCL))
                     printf("%s\"%s\": \"%s\"", k++ ? ", " : "", har_path_name(e), why_not[e][0] ? why_not[e] : "serves");
             printf("},\n \"small_allreduce_us\": {\"host\": %.2f, \"host_paths\": \"%s\", \"device\": %.2f, "
                    "\"device_paths\": \"%s\"}}\n", host_us, host_paths, dev_us, dev_paths);
@@ -332,7 +332,7 @@ int har_info_topology(int json, int measure)
                        gpu.mps ? "serves every rank" : "does not serve every rank");
             printf("  engines for device buffers here:\n");
             for (int e = 0; e < HAR_PATH_COUNT; e++)
-                if (e == HAR_PATH_HOST_SEGMENT || e == HAR_PATH_IPC || e == HAR_PATH_NCCL || har_engine_traits[e])
+                if (e == HAR_PATH_HOST_SEGMENT || e == HAR_PATH_IPC || e == HAR_PATH_NCCL || har_engine_set()->by_path[e])
                     printf("    %-13s %s\n", har_path_name(e), why_not[e][0] ? why_not[e] : "serves");
             if (measure && local_size > 1) {
                 printf("  a 4-byte all-reduce through har on this node: host %.2f us (%s)", host_us, host_paths);

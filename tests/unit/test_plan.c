@@ -86,7 +86,7 @@ static void check_chunk(size_t slot, size_t elem)
 static int check_mode;  /* HAR_CHECK in the settings being swept */
 
 /* Is engine `path` built here and on offer? */
-static int offered(const har_plan_in_t *in, int path) { return har_engine_traits[path] && (in->engines & (1u << path)); }
+static int offered(const har_plan_in_t *in, int path) { return har_engine_set()->by_path[path] && (in->engines & (1u << path)); }
 
 /* What can serve the call, as the README lists it. */
 static int can_serve(unsigned choice, const har_plan_in_t *in)
@@ -167,7 +167,7 @@ static void check_plan(const har_plan_in_t *in, const har_settings_t *s)
           "row=%s: got %#x, want %#x", in->bytes, in->local_size, in->nnodes, in->uniform, in->on_device, in->engines,
           in->forced, s->check, row ? "yes" : "no", got, want);
     int engine_bit = 1u << p.engine;
-    CHECK((p.paths & engine_bit) && (p.engine == HAR_PATH_MPI || har_engine_traits[p.engine]),
+    CHECK((p.paths & engine_bit) && (p.engine == HAR_PATH_MPI || har_engine_set()->by_path[p.engine]),
           "plan engine %d not among its paths %#x", p.engine, p.paths);
     CHECK(p.one_shot == !!(p.paths & B(ONE_SHOT)), "one_shot %d but paths %#x", p.one_shot, p.paths);
     int inter = !!(p.paths & (B(RAILS) | B(LEADER) | B(RING) | B(INTER_MPI)));
@@ -207,7 +207,7 @@ static void sweep_plans(const har_settings_t *s)
                                     for (int shared = 0; shared < 2; shared++) {
                                         har_plan_in_t in = {sizes[b], 4, locals[l], nodes[k], uniform || nodes[k] == 1,
                                                             device, shared, kinds[t][0], kinds[t][1],
-                                                            har_engine_traits, engines[e], forced[f], "TEST_CLASS/1"};
+                                                            har_engine_set(), engines[e], forced[f], "TEST_CLASS/1"};
                                         check_plan(&in, s);
                                     }
 }
@@ -250,7 +250,7 @@ static void check_table(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         har_plan_in_t in = {cases[i].bytes, 4, cases[i].local, cases[i].nodes, 1, cases[i].device, 0, HAR_DT_F32,
-                            HAR_OP_SUM, har_engine_traits, cases[i].engines, 0, cases[i].cls};
+                            HAR_OP_SUM, har_engine_set(), cases[i].engines, 0, cases[i].cls};
         har_plan_t p = har_plan(&in, &s);
         unsigned got = p.paths & (HOST1 | HOST2 | IPC1 | IPC2 | B(NCCL) | B(MPI));
         CHECK(got == cases[i].want, "table case %zu (bytes %" PRIu64 ", %s): got %#x, want %#x", i, cases[i].bytes,
@@ -258,7 +258,7 @@ static void check_table(void)
         check_plan(&in, &s);
     }
     /* A forced choice beats the table. */
-    har_plan_in_t in = {1, 4, 2, 1, 1, 1, 0, HAR_DT_F32, HAR_OP_SUM, har_engine_traits, all, B(HOST_SEGMENT),
+    har_plan_in_t in = {1, 4, 2, 1, 1, 1, 0, HAR_DT_F32, HAR_OP_SUM, har_engine_set(), all, B(HOST_SEGMENT),
                         "GPU_A/nvlink"};
     CHECK(har_plan(&in, &s).engine == HAR_PATH_HOST_SEGMENT, "forced host_segment over the table");
 
