@@ -29,3 +29,13 @@ HAR_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_
 {
     return har_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 }
+
+#ifdef HAR_HAVE_MPI_C_COUNTS
+/* MPI-4's large-count binding (mpi4py 4 and MPICH's Fortran bindings call
+ * it wherever the MPI has it): the same path, counts beyond an int kept. */
+HAR_EXPORT int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                               MPI_Op op, MPI_Comm comm)
+{
+    return har_allreduce_count(sendbuf, recvbuf, count, datatype, op, comm, HAR_BINDING_LARGE);
+}
+#endif

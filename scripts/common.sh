@@ -21,6 +21,8 @@ install_deps() {
     command -v python3 > /dev/null || need="$need python3"
     command -v make > /dev/null || need="$need make"
     command -v gcc > /dev/null || need="$need gcc"
+    # The MPIs' Fortran wrappers (mpif90.*) need it: tests/fortran/.
+    command -v gfortran > /dev/null || need="$need gfortran"
     command -v nm > /dev/null || need="$need binutils"
     [ -e /usr/include/hwloc.h ] || need="$need libhwloc-dev"
     [ -e /usr/include/ucp/api/ucp.h ] || need="$need libucx-dev"

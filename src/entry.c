@@ -6,6 +6,7 @@
  * Whether har serves a call is decided only from what every rank shares
  * (count, datatype, op, communicator state), never from the buffers' memory
  * kind, so all ranks always take the same branch. */
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,20 +97,36 @@ void har_finalize(void)
     har_mem_finalize();
 }
 
+/* The MPI's own all-reduce of the binding the call came through; a call
+ * that came through an int binding has an int count. Without the MPI's _c
+ * bindings no caller passes HAR_BINDING_LARGE; a count an int cannot hold
+ * is refused there rather than cut. */
+static int pmpi_allreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
+                          MPI_Comm comm, har_binding_t binding)
+{
+#ifdef HAR_HAVE_MPI_C_COUNTS
+    if (binding == HAR_BINDING_LARGE) return PMPI_Allreduce_c(sbuf, rbuf, count, type, op, comm);
+#else
+    (void)binding;
+#endif
+    if (count > INT_MAX) return PMPI_Comm_call_errhandler(comm, MPI_ERR_COUNT), MPI_ERR_COUNT;
+    return PMPI_Allreduce(sbuf, rbuf, (int)count, type, op, comm);
+}
+
 /* The MPI's own all-reduce, in the one place har hands calls to it. Device
  * buffers go through host memory when the MPI cannot reduce them itself,
  * so the call works instead of crashing (each rank stages its own). */
-static int forward(const har_call_t *call, const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
-                   MPI_Comm comm, unsigned *paths)
+static int forward(const har_call_t *call, const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type,
+                   MPI_Op op, MPI_Comm comm, har_binding_t binding, unsigned *paths)
 {
     *paths |= HAR_BIT(MPI);
     if ((call->in_kind == HAR_MEM_HOST && call->out_kind == HAR_MEM_HOST) || har_mpi_cuda_reduce() || count <= 0)
-        return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
+        return pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);
 
     *paths |= HAR_BIT(STAGED);
     MPI_Aint lb, extent;
     int rc = PMPI_Type_get_true_extent(type, &lb, &extent);
-    if (rc != MPI_SUCCESS) return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
+    if (rc != MPI_SUCCESS) return pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);
     size_t bytes = (size_t)extent * (size_t)count;  /* the contiguous span the MPI touches */
     char *host = har_stage_get(bytes);
     if (!host) {
@@ -117,7 +134,7 @@ static int forward(const har_call_t *call, const void *sbuf, void *rbuf, int cou
         return PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM), MPI_ERR_NO_MEM;
     }
     har_status_t st = har_mem_copy(host, HAR_MEM_HOST, call->in + lb, call->in_kind, bytes);
-    rc = st == HAR_OK ? PMPI_Allreduce(MPI_IN_PLACE, host - lb, count, type, op, comm) : har_error_code(st);
+    rc = st == HAR_OK ? pmpi_allreduce(MPI_IN_PLACE, host - lb, count, type, op, comm, binding) : har_error_code(st);
     if (rc == MPI_SUCCESS && (st = har_mem_copy((char *)rbuf + lb, call->out_kind, host, HAR_MEM_HOST, bytes)) != HAR_OK)
         rc = har_error_code(st);
     har_stage_put(host);
@@ -139,8 +156,8 @@ int har_set_algo(const char *choice)
  * as it always would. Fills `call` with this rank's view when it can. A
  * null buffer (a failed allocation, say) is this rank's own oddity: the MPI
  * gets it untouched, as it would without har. */
-static int describe(har_call_t *call, const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
-                    MPI_Comm comm)
+static int describe(har_call_t *call, const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type,
+                    MPI_Op op, MPI_Comm comm)
 {
     memset(call, 0, sizeof *call);
     call->red = har_reduce_lookup(type, op);
@@ -169,12 +186,18 @@ unsigned long long har_test_steps(void) { return har_seg_steps(); }
 
 int har_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
-    if (inside_har || finalized) return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
+    return har_allreduce_count(sbuf, rbuf, count, type, op, comm, HAR_BINDING_INT);
+}
+
+int har_allreduce_count(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                        har_binding_t binding)
+{
+    if (inside_har || finalized) return pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);
     if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) {
         /* MPI was initialised behind our back (a binding har does not wrap). */
         int up = 0;
         PMPI_Initialized(&up);
-        if (!up) return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);  /* the MPI reports it */
+        if (!up) return pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);  /* the MPI reports it */
         har_init(0);
     }
     inside_har = 1;
@@ -192,7 +215,7 @@ int har_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MP
         if (st == HAR_OK && plan.engine != HAR_PATH_MPI) st = har_comm_run(c, &call, &plan);
     }
     if (st == HAR_OK && plan.engine == HAR_PATH_MPI) {
-        rc = forward(&call, sbuf, rbuf, count, type, op, comm, &paths);
+        rc = forward(&call, sbuf, rbuf, count, type, op, comm, binding, &paths);
     } else {
         paths |= plan.paths;
         if (st != HAR_OK) st = har_comm_fail(c, st);
@@ -204,15 +227,15 @@ int har_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MP
     if (har_log_level >= 3) {
         char line[256];
         har_choice_format(paths & ~HAR_BIT(SEEN), line, sizeof line);
-        har_log(HAR_LOG_TRACE, "MPI_Allreduce count %d: %s", count, line);
+        har_log(HAR_LOG_TRACE, "MPI_Allreduce count %lld: %s", (long long)count, line);
     }
     unsigned required = (unsigned)HAR_CFG(require_path).i;
     if (rc == MPI_SUCCESS && (paths & required) != required) {
         char want[128], got[128];
         har_choice_format(required, want, sizeof want);
         har_choice_format(paths & ~HAR_BIT(SEEN), got, sizeof got);
-        har_log(HAR_LOG_ERROR, "MPI_Allreduce of count %d was served by %s, not %s (HAR_REQUIRE_PATH)", count, got,
-                want);
+        har_log(HAR_LOG_ERROR, "MPI_Allreduce of count %lld was served by %s, not %s (HAR_REQUIRE_PATH)",
+                (long long)count, got, want);
         rc = har_error_code(HAR_ERR_WRONG_PATH);
         PMPI_Comm_call_errhandler(comm, rc);
     }

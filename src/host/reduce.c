@@ -5,7 +5,9 @@
  * is undefined in C), as MPI implementations do in practice. */
 #include <stdbool.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 #include "host/reduce.h"
 #include "core/types.h"
 
@@ -53,13 +55,104 @@ LOGICAL(bool, bool)
 
 typedef enum { K_NONE, K_INT, K_FLOAT, K_BOOL, K_BYTE } kind_t;
 
+/* The MPI standard's groups of types, as far as they decide which ops a
+ * type takes: C integers take every op har has; Fortran integers
+ * (MPI_INTEGER, MPI_INTEGER1..8) arithmetic and bitwise ops, not logical
+ * ones; Fortran LOGICAL logical ops only, though it is stored as an
+ * integer. */
+typedef enum { G_C, G_FORTRAN_INTEGER, G_FORTRAN_LOGICAL } group_t;
+
 /* The C type behind each served MPI datatype: its width, signedness, and
  * which operation groups the MPI standard allows on it. */
-typedef struct { kind_t kind; size_t size; int is_signed; } type_info_t;
+typedef struct { kind_t kind; size_t size; int is_signed; group_t group; } type_info_t;
+
+/* ---- Fortran types ----------------------------------------------------------
+ * Served where they are exactly a C type har reduces, as the MPI itself
+ * says: their sizes come from the MPI (MPI_Type_size: a default INTEGER,
+ * REAL or LOGICAL is as wide as the compiler the MPI was built with makes
+ * it), and MPI_LOGICAL only where the MPI's own logical ops give what har's
+ * integer loops give: false is 0, any other value true, and the result 1
+ * for true. That is Open MPI's rule (C's && on the integer) and MPICH's
+ * (not .FALSE. is true, the result its .TRUE., which is 1 for gfortran);
+ * a compiler whose .TRUE. is -1 makes MPICH's result differ, and then the
+ * MPI serves MPI_LOGICAL. Learnt once, on the first call that names a type
+ * that is not C's, by asking the MPI (MPI_Reduce_local: no communication),
+ * so every rank learns the same. Before MPI_Init (the unit tests) no
+ * Fortran type is served. */
+#define FORTRAN_TYPES 10
+static struct { MPI_Datatype type; type_info_t info; } fortran[FORTRAN_TYPES];
+static int nfortran;
+static pthread_once_t fortran_once = PTHREAD_ONCE_INIT;
+
+static void put_int(void *buf, size_t i, size_t size, int64_t v)
+{
+    if (size == 1) ((int8_t *)buf)[i] = (int8_t)v;
+    else if (size == 2) ((int16_t *)buf)[i] = (int16_t)v;
+    else if (size == 4) ((int32_t *)buf)[i] = (int32_t)v;
+    else ((int64_t *)buf)[i] = v;
+}
+
+static har_reduce_fn logical_fn(type_info_t info, MPI_Op op);
+
+/* Does the MPI's `op` on MPI_LOGICAL of this width give, on 0, 1 and other
+ * true patterns, exactly what har's loop gives? */
+static int logical_matches(size_t size, MPI_Op op)
+{
+    enum { N = 4 };
+    static const int64_t v[N] = {0, 1, 2, -1};
+    int64_t a[N * N], b[N * N], mine[N * N], theirs[N * N];  /* room for N*N elements of any width */
+    for (int i = 0; i < N * N; i++) {
+        put_int(a, (size_t)i, size, v[i / N]);
+        put_int(b, (size_t)i, size, v[i % N]);
+    }
+    memcpy(mine, b, sizeof b);
+    memcpy(theirs, b, sizeof b);
+    logical_fn((type_info_t){K_INT, size, 1, G_FORTRAN_LOGICAL}, op)(mine, a, N * N);
+    return PMPI_Reduce_local(a, theirs, N * N, MPI_LOGICAL, op) == MPI_SUCCESS &&
+           memcmp(mine, theirs, (size_t)N * N * size) == 0;
+}
+
+static void learn_fortran(void)
+{
+    const struct { MPI_Datatype type; kind_t kind; group_t group; size_t size; } names[FORTRAN_TYPES] = {
+        /* size 0: as wide as the MPI says */
+        {MPI_INTEGER, K_INT, G_FORTRAN_INTEGER, 0},      {MPI_INTEGER1, K_INT, G_FORTRAN_INTEGER, 1},
+        {MPI_INTEGER2, K_INT, G_FORTRAN_INTEGER, 2},     {MPI_INTEGER4, K_INT, G_FORTRAN_INTEGER, 4},
+        {MPI_INTEGER8, K_INT, G_FORTRAN_INTEGER, 8},     {MPI_REAL, K_FLOAT, G_C, 0},
+        {MPI_DOUBLE_PRECISION, K_FLOAT, G_C, 0},         {MPI_REAL4, K_FLOAT, G_C, 4},
+        {MPI_REAL8, K_FLOAT, G_C, 8},                    {MPI_LOGICAL, K_INT, G_FORTRAN_LOGICAL, 0},
+    };
+    for (int k = 0; k < FORTRAN_TYPES; k++) {
+        int size = 0;
+        /* An MPI built without Fortran names these MPI_DATATYPE_NULL (MPICH
+         * does so for an INTEGER*n its compiler lacks): never served, never
+         * asked about (a null type's error could abort). */
+        if (names[k].type == MPI_DATATYPE_NULL || PMPI_Type_size(names[k].type, &size) != MPI_SUCCESS) continue;
+        int fits = names[k].kind == K_FLOAT ? size == 4 || size == 8 : size == 1 || size == 2 || size == 4 || size == 8;
+        if (!fits || (names[k].size && (size_t)size != names[k].size)) continue;
+        type_info_t info = {names[k].kind, (size_t)size, 1, names[k].group};
+        if (names[k].group == G_FORTRAN_LOGICAL &&
+            !(logical_matches(info.size, MPI_LAND) && logical_matches(info.size, MPI_LOR) &&
+              logical_matches(info.size, MPI_LXOR)))
+            continue;
+        fortran[nfortran].type = names[k].type;
+        fortran[nfortran++].info = info;
+    }
+}
+
+static type_info_t fortran_info(MPI_Datatype t)
+{
+    int up = 0;
+    if (t == MPI_DATATYPE_NULL || PMPI_Initialized(&up) != MPI_SUCCESS || !up) return (type_info_t){K_NONE, 0, 0, G_C};
+    pthread_once(&fortran_once, learn_fortran);
+    for (int k = 0; k < nfortran; k++)
+        if (fortran[k].type == t) return fortran[k].info;
+    return (type_info_t){K_NONE, 0, 0, G_C};
+}
 
 static type_info_t type_info(MPI_Datatype t)
 {
-#define INT_T(mpi, c, sgn) if (t == mpi) return (type_info_t){K_INT, sizeof(c), sgn};
+#define INT_T(mpi, c, sgn) if (t == mpi) return (type_info_t){K_INT, sizeof(c), sgn, G_C};
     INT_T(MPI_SIGNED_CHAR, signed char, 1) INT_T(MPI_UNSIGNED_CHAR, unsigned char, 0)
     INT_T(MPI_SHORT, short, 1) INT_T(MPI_UNSIGNED_SHORT, unsigned short, 0)
     INT_T(MPI_INT, int, 1) INT_T(MPI_UNSIGNED, unsigned, 0)
@@ -70,11 +163,11 @@ static type_info_t type_info(MPI_Datatype t)
     INT_T(MPI_INT32_T, int32_t, 1) INT_T(MPI_UINT32_T, uint32_t, 0)
     INT_T(MPI_INT64_T, int64_t, 1) INT_T(MPI_UINT64_T, uint64_t, 0)
 #undef INT_T
-    if (t == MPI_FLOAT) return (type_info_t){K_FLOAT, sizeof(float), 1};
-    if (t == MPI_DOUBLE) return (type_info_t){K_FLOAT, sizeof(double), 1};
-    if (t == MPI_C_BOOL) return (type_info_t){K_BOOL, sizeof(bool), 0};
-    if (t == MPI_BYTE) return (type_info_t){K_BYTE, 1, 0};
-    return (type_info_t){K_NONE, 0, 0};
+    if (t == MPI_FLOAT) return (type_info_t){K_FLOAT, sizeof(float), 1, G_C};
+    if (t == MPI_DOUBLE) return (type_info_t){K_FLOAT, sizeof(double), 1, G_C};
+    if (t == MPI_C_BOOL) return (type_info_t){K_BOOL, sizeof(bool), 0, G_C};
+    if (t == MPI_BYTE) return (type_info_t){K_BYTE, 1, 0, G_C};
+    return fortran_info(t);
 }
 
 #define PICK_INT(op)                                                           \
@@ -106,11 +199,21 @@ static int dev_op(MPI_Op op)
     return HAR_OP_NONE;
 }
 
+/* MPI_LAND, MPI_LOR, MPI_LXOR on an integer (C's, or Fortran's LOGICAL) or C_BOOL. */
+static har_reduce_fn logical_fn(type_info_t info, MPI_Op op)
+{
+    int b = info.kind == K_BOOL;
+    if (op == MPI_LAND) return b ? land_bool : PICK_INT(land);
+    if (op == MPI_LOR) return b ? lor_bool : PICK_INT(lor);
+    if (op == MPI_LXOR) return b ? lxor_bool : PICK_INT(lxor);
+    return NULL;
+}
+
 har_reduce_t har_reduce_lookup(MPI_Datatype type, MPI_Op op)
 {
     type_info_t info = type_info(type);
     har_reduce_t r = {NULL, info.size, HAR_DT_NONE, HAR_OP_NONE, 0};
-    int is_int = info.kind == K_INT, is_f32 = info.kind == K_FLOAT && info.size == 4,
+    int is_int = info.kind == K_INT && info.group != G_FORTRAN_LOGICAL, is_f32 = info.kind == K_FLOAT && info.size == 4,
         is_f64 = info.kind == K_FLOAT && info.size == 8;
     if (is_int || is_f32 || is_f64) {
         if (op == MPI_SUM) r.fn = is_int ? PICK_INT(sum) : is_f32 ? sum_f32 : sum_f64;
@@ -118,11 +221,9 @@ har_reduce_t har_reduce_lookup(MPI_Datatype type, MPI_Op op)
         else if (op == MPI_MIN) r.fn = is_int ? PICK_INT(min) : is_f32 ? min_f32 : min_f64;
         else if (op == MPI_MAX) r.fn = is_int ? PICK_INT(max) : is_f32 ? max_f32 : max_f64;
     }
-    if (is_int || info.kind == K_BOOL) {
-        int b = info.kind == K_BOOL;
-        if (op == MPI_LAND) r.fn = b ? land_bool : PICK_INT(land);
-        else if (op == MPI_LOR) r.fn = b ? lor_bool : PICK_INT(lor);
-        else if (op == MPI_LXOR) r.fn = b ? lxor_bool : PICK_INT(lxor);
+    if ((is_int && info.group == G_C) || info.kind == K_BOOL || info.group == G_FORTRAN_LOGICAL) {
+        har_reduce_fn fn = logical_fn(info, op);
+        if (fn) r.fn = fn;
     }
     if (is_int || info.kind == K_BYTE) {
         /* MPI_BYTE: one unsigned byte per element */
@@ -134,6 +235,8 @@ har_reduce_t har_reduce_lookup(MPI_Datatype type, MPI_Op op)
     if (r.fn) {
         r.dev_type = dev_type(info);
         r.dev_op = dev_op(op);
+        /* What the elements are in memory: MPI_INTEGER and MPI_INT32_T are
+         * the same to ranks comparing their calls, as they are to the MPIs. */
         r.type_code = (uint16_t)(info.kind << 8 | info.size << 1 | info.is_signed);
     }
     return r;

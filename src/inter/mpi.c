@@ -4,6 +4,7 @@
  * inherits the MPI's reductions, bugs included (README, Limitations). */
 #include "inter/inter.h"
 
+/* b->n fits an int: a block is at most a chunk (at most 1 GiB, ring.c). */
 static har_status_t mpi_allreduce(har_node_t *node, const har_inter_block_t *b)
 {
     MPI_Request req;

@@ -117,7 +117,9 @@ static har_status_t wait_exchange(har_node_t *node, int n, MPI_Request *req, int
  * recv_bytes (the whole of tmp): a rank whose call differs may send more,
  * and the header, not a truncated receive, must say so. The blocks are of
  * memory `kind` (device memory with an MPI that moves it): the header's
- * message, in host memory, packs a small one by a copy. */
+ * message, in host memory, packs a small one by a copy. Byte counts fit an
+ * int whatever the call's count: a block is at most a chunk, and across
+ * nodes a chunk is at most HAR_SLOT_BYTES, itself at most 1 GiB (plan.c). */
 static har_status_t exchange(har_node_t *node, char *send, size_t send_bytes, char *recv, size_t expect,
                              size_t recv_bytes, int to, int from, MPI_Comm ring, int headers, int check,
                              har_mem_kind_t kind)

@@ -1,0 +1,121 @@
+#!/bin/sh
+# The Fortran bindings reach har. tests/fortran/allreduce.F90, built with
+# the MPI's own Fortran wrapper once per binding (mpif.h, use mpi, use
+# mpi_f08), runs on 3 ranks without har, under LD_PRELOAD of libhar, with
+# MPI_INIT_THREAD instead of MPI_INIT, and relinked with -lhar before the
+# MPI's libraries: every result right, and on every rank har's counters
+# (HAR_VERBOSE, printed in MPI_FINALIZE) show it saw every call and served
+# all but the one on MPI_COMM_SELF, and that it started inside MPI_INIT (it
+# counted the job's ranks there). A wrong reference makes the program fail.
+# Then the symbols: libhar of an Open MPI build defines the Fortran entry
+# points, each one the MPI's Fortran libraries define too; of an MPICH
+# build only mpi_f08's MPI_Init, MPI_Init_thread and MPI_Finalize, the
+# only ones of MPICH's that call PMPI_ (its all-reduces call the C
+# MPI_Allreduce har wraps).
+. "$top_srcdir/tests/lib.sh"
+lib="$top_builddir/.libs/libhar.so"
+np=3
+
+# served OUT: the program's lines say 0 wrong on every rank, and every
+# rank's counters say seen = its calls, mpi = its MPI_COMM_SELF calls, the
+# rest on the host segment.
+served() {
+    n=$(grep -c '^allreduce_f: .*, 0 wrong$' "$1")
+    [ "$n" = $np ] || { echo "expected $np ranks saying 0 wrong, got $n" >> "$1"; return 1; }
+    calls=$(sed -n 's/^allreduce_f: .*: \([0-9]*\) calls (\([0-9]*\) on MPI_COMM_SELF).*/\1/p' "$1" | head -1)
+    self=$(sed -n 's/^allreduce_f: .*: \([0-9]*\) calls (\([0-9]*\) on MPI_COMM_SELF).*/\2/p' "$1" | head -1)
+    want="seen=$calls mpi=$self staged=0 host_segment=$((calls - self)) "
+    n=$(grep 'calls per path:' "$1" | grep -c -- "$want")
+    [ "$n" = $np ] || { echo "expected $np counter lines with '$want', got $n" >> "$1"; return 1; }
+}
+
+# started_in_init OUT: har started inside MPI_INIT on every rank (only
+# there does it count the job's ranks on this machine).
+started_in_init() {
+    n=$(grep -c "$np ranks of the job on this machine" "$1")
+    [ "$n" = $np ] || { echo "expected $np ranks saying har counted $np ranks at MPI_INIT, got $n" >> "$1"; return 1; }
+}
+
+for b in mpifh usempi f08; do
+    prog="$bin/fortran/allreduce_$b"
+    case " $FORTRAN_BINDINGS " in
+    *" $b "*) ;;
+    *)
+        why="no Fortran wrapper for this MPI (configure's MPIFC)"
+        [ -n "$MPIFC" ] && why="$MPIFC does not build the $b binding"
+        for what in "without har" "LD_PRELOAD" "MPI_INIT_THREAD" "relinked" "a wrong reference fails"; do
+            tap_skip "$b: $what" "$why"
+        done
+        continue ;;
+    esac
+    $mpi $np "$prog" > "$tmp/plain" 2>&1
+    [ $? = 0 ] && [ "$(grep -c '^allreduce_f: .*, 0 wrong$' "$tmp/plain")" = $np ] && ! grep -q 'calls per path' "$tmp/plain"
+    tap_result $? "$b: without har: every result right" "$tmp/plain"
+
+    env HAR_VERBOSE=2 LD_PRELOAD="$lib" $mpi $np "$prog" > "$tmp/preload" 2>&1 &&
+        served "$tmp/preload" && started_in_init "$tmp/preload"
+    tap_result $? "$b: LD_PRELOAD=libhar.so: every result right, har served every call but MPI_COMM_SELF's, started in MPI_INIT" "$tmp/preload"
+    grep -m1 'calls per path' "$tmp/preload" | sed 's/^/# /'
+
+    env HAR_VERBOSE=2 LD_PRELOAD="$lib" $mpi $np "$prog" thread > "$tmp/thread" 2>&1 &&
+        served "$tmp/thread" && started_in_init "$tmp/thread"
+    tap_result $? "$b: MPI_INIT_THREAD, LD_PRELOAD: the same" "$tmp/thread"
+
+    env HAR_VERBOSE=2 $mpi $np "${prog}_relinked" > "$tmp/relinked" 2>&1 &&
+        served "$tmp/relinked" && started_in_init "$tmp/relinked"
+    tap_result $? "$b: relinked with -lhar: every result right, har served every call but MPI_COMM_SELF's, started in MPI_INIT" "$tmp/relinked"
+
+    env LD_PRELOAD="$lib" $mpi $np "$prog" wrong > "$tmp/wrong" 2>&1
+    [ $? != 0 ] && grep -q '^allreduce_f: double sum count 1 rank 0 element 1: got' "$tmp/wrong"
+    tap_result $? "$b: a wrong reference fails the program (its check can fail)" "$tmp/wrong"
+done
+
+# ---- the symbols ------------------------------------------------------------
+defined() { nm -D --defined-only "$1" | awk '{print $NF}' | sort -u; }
+# The MPI's Fortran libraries: what a Fortran program loads and a C one does not.
+first=$(for b in f08 usempi mpifh; do case " $FORTRAN_BINDINGS " in *" $b "*) echo "$bin/fortran/allreduce_$b"; break ;; esac; done)
+if [ -z "$first" ]; then
+    tap_skip "libhar and the MPI's Fortran libraries" "no Fortran program was built"
+    done_testing
+    exit 0
+fi
+libs() { ldd "$1" | awk '$3 ~ /^\// {print $3}' | sort -u; }
+for b in $FORTRAN_BINDINGS; do libs "$bin/fortran/allreduce_$b"; done | sort -u > "$tmp/flibs"
+libs "$bin/mpi/plain_app" > "$tmp/clibs"
+comm -23 "$tmp/flibs" "$tmp/clibs" | grep mpi > "$tmp/mpif"
+for l in $(cat "$tmp/mpif"); do defined "$l"; done | sort -u > "$tmp/mpif_syms"
+defined "$lib" > "$tmp/har_syms"
+comm -12 "$tmp/har_syms" "$tmp/mpif_syms" > "$tmp/common"
+{ echo "the MPI's Fortran libraries:"; cat "$tmp/mpif"; echo "defined by both libhar and them:"; cat "$tmp/common"; } > "$tmp/syms"
+# What libhar must define of them (mpi_wrappers/fortran.c says why).
+case "$MPI_FLAVOUR" in
+openmpi)
+    for r in allreduce init init_thread finalize; do
+        R=$(echo $r | tr a-z A-Z)
+        printf '%s\n' "mpi_$r" "mpi_${r}_" "mpi_${r}__" "MPI_$R" "mpi_${r}_f08_"
+    done | sort > "$tmp/want"
+    what="Open MPI: libhar defines exactly the MPI's Fortran MPI_ALLREDUCE, MPI_INIT, MPI_INIT_THREAD, MPI_FINALIZE (every spelling, f08's)"
+    ours=yes ;;
+mpich)
+    printf '%s\n' mpi_finalize_f08_ mpi_init_f08_ mpi_init_thread_f08_ > "$tmp/want"
+    what="MPICH: of the MPI's Fortran symbols libhar defines only mpi_f08's MPI_Init, MPI_Init_thread, MPI_Finalize (which call PMPI_ directly), no all-reduce"
+    ours=no ;;
+*)
+    : > "$tmp/want"
+    what="$MPI_FLAVOUR: libhar defines no symbol of the MPI's Fortran libraries"
+    ours=no ;;
+esac
+{ echo "wanted:"; cat "$tmp/want"; } >> "$tmp/syms"
+[ -s "$tmp/mpif" ] && cmp -s "$tmp/want" "$tmp/common"
+tap_result $? "$what" "$tmp/syms"
+for b in $FORTRAN_BINDINGS; do
+    nm "$bin/fortran/allreduce_$b" | awk '$1 == "U" && /allreduce/ {print $2}' > "$tmp/calls"
+    if [ $ours = yes ]; then
+        [ -s "$tmp/calls" ] && grep -q -x -F -f "$tmp/calls" "$tmp/har_syms"
+        tap_result $? "$b programs call $(tr '\n' ' ' < "$tmp/calls")which libhar defines" "$tmp/calls"
+    else
+        [ -s "$tmp/calls" ] && ! grep -q -x -F -f "$tmp/calls" "$tmp/har_syms"
+        tap_result $? "$b programs call $(tr '\n' ' ' < "$tmp/calls")(the MPI's own, which calls the C MPI_Allreduce har wraps)" "$tmp/calls"
+    fi
+done
+done_testing
