@@ -209,7 +209,9 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
         }
         double timeout = timeout_of(node);
         if (partner >= 0 && timeout > 0 && har_seg_now() - started > timeout && !har_node_failed(node)) {
-            har_node_blame(node, HAR_ERR_TIMEOUT, partner, -1, "?", step);
+            int known = partner == node->left;
+            har_node_blame(node, HAR_ERR_TIMEOUT, partner, known ? node->left_world : -1, known ? node->left_host : "?",
+                           step);
             st = HAR_ERR_TIMEOUT;
             break;
         }
@@ -228,7 +230,8 @@ void har_node_attached(har_node_t *node)
 void har_node_listen(har_node_t *node)
 {
     node->notice_req = MPI_REQUEST_NULL;
-    node->left = -1;
+    node->left = node->left_world = -1;
+    snprintf(node->left_host, sizeof node->left_host, "?");
     node->notice_comm = node->rail_comm != MPI_COMM_NULL ? node->rail_comm : node->leader_comm;
     if (node->notice_comm == MPI_COMM_NULL) return;
     PMPI_Irecv(&node->notice_in, (int)sizeof node->notice_in, MPI_BYTE, MPI_ANY_SOURCE, NOTICE_TAG, node->notice_comm,

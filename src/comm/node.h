@@ -41,6 +41,8 @@ typedef struct har_node {
     MPI_Comm notice_comm;           /* the rail, or the leaders': where the ring runs */
     int across_rank, across_size;   /* this rank's place there */
     int left;                       /* the ring's left neighbour there, by its rank in comm */
+    int left_world;                 /* and in MPI_COMM_WORLD (-1 until the ring's set-up says) */
+    char left_host[48];             /* and its host ("?" until then): a time-out waiting for it names it */
     MPI_Request notice_req;
     har_failure_t notice_in;
     har_failure_t *early;           /* the failure, while no segment holds it (before, or after a failed set-up) */

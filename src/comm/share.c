@@ -192,8 +192,11 @@ static har_status_t by_name(har_node_t *node, size_t slot, int *ok)
     har_status_t st;
     if (node->local_rank == 0) {
         har_seg_clean(HAR_LOG_WARN);
-        snprintf(name, sizeof name, "/har-%d-%u", (int)getpid(),
-                 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+        /* The time too: hosts made of PID namespaces may share /dev/shm. */
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        snprintf(name, sizeof name, "/har-%d-%u-%lx", (int)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED),
+                 (unsigned long)now.tv_nsec);
         if (har_seg_create_named(&node->seg, name, node->local_size, slot) != HAR_OK) name[0] = '\0';
     }
     HAR_TEST_POINT("segment-named");

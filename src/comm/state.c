@@ -77,14 +77,24 @@ static void state_free(har_comm_t *c)
         har_seg_signal(&node->seg);
         if (har_node_wait_all(node, "free") != HAR_OK) c->mode = HAR_COMM_FAILED;
     }
-    for (int e = 0; e < HAR_PATH_COUNT; e++)
+    /* A failed call leaves MPI transfers that cancelling cannot stop (a
+     * receive already matched, a send under way) into har's own memory:
+     * the segment, the scratch, the ring's messages, an engine's buffers,
+     * the state itself (a failure notice's receive). A failed
+     * communicator's memory therefore stays until the process ends. */
+    int keep = c->mode == HAR_COMM_FAILED;
+    for (int e = 0; !keep && e < HAR_PATH_COUNT; e++)
         if (c->eng[e].impl) har_engines[e]->destroy(c->eng[e].impl);
-    har_gpu_release(&c->gpu);
-    release_segment(c);
-    free(node->scratch);
-    free(node->ring_msgs);
-    free(node->peers);
-    free(node->early);
+    if (!keep) {
+        har_gpu_release(&c->gpu);
+        release_segment(c);
+        free(node->scratch);
+        free(node->ring_msgs);
+        free(node->peers);
+        free(node->early);
+    } else if (node->seg.base) {
+        uncount_segment();
+    }
     pthread_mutex_lock(&lock);
     doom(MPI_COMM_NULL, node->notice_req);
     doom(node->node_comm, MPI_REQUEST_NULL);
@@ -94,7 +104,7 @@ static void state_free(har_comm_t *c)
     else if (live == c) live = c->next;
     if (c->next) c->next->prev = c->prev;
     pthread_mutex_unlock(&lock);
-    free(c);
+    if (!keep) free(c);
 }
 
 static int delete_cb(MPI_Comm comm, int kv, void *attr, void *extra)
@@ -132,6 +142,7 @@ static int self_delete_cb(MPI_Comm comm, int kv, void *attr, void *extra)
     (void)comm; (void)kv; (void)attr; (void)extra;
     pthread_mutex_lock(&lock);
     for (har_comm_t *c = live; c; c = c->next) {
+        if (c->mode == HAR_COMM_FAILED) continue;  /* its memory stays: see state_free */
         c->mode = HAR_COMM_FORWARDED;  /* nothing may touch the segments from now on */
         if (c->node.seg.base) {
             har_seg_detach(&c->node.seg);

@@ -22,6 +22,7 @@
 #define RING_TAG 0x6172    /* har's own communicators carry nothing else */
 #define HEADER_TAG 0x6174
 #define CHECK_TAG 0x6175
+#define SETUP_TAG 0x6176
 /* A call's first block travels in one message with the header while both
  * fit in this: one message costs less than two, but on one host Open MPI
  * sends up to 256 bytes inline and a larger one costs more than two small
@@ -68,7 +69,21 @@ static har_status_t ring_setup(har_node_t *node)
     m->out.h.comm_rank = m->sent.comm_rank = node->rank;
     m->out.h.world_rank = m->sent.world_rank = node->peers ? node->peers[node->local_rank].world_rank : -1;
     snprintf(m->out.h.host, sizeof m->out.h.host, "%s", har_host());
-    return HAR_OK;
+    if (node->notice_comm == MPI_COMM_NULL) return HAR_OK;
+    /* Who the left neighbour is, told once: a time-out waiting for its
+     * blocks can name it by its world rank and host. */
+    int right = (node->across_rank + 1) % node->across_size, left = (node->across_rank + node->across_size - 1) %
+                                                                     node->across_size;
+    MPI_Request req[2];
+    int rc = PMPI_Irecv(&m->in.h, (int)sizeof m->in.h, MPI_BYTE, left, SETUP_TAG, node->notice_comm, &req[0]);
+    if (rc == MPI_SUCCESS) rc = PMPI_Isend(&m->out.h, (int)sizeof m->out.h, MPI_BYTE, right, SETUP_TAG,
+                                           node->notice_comm, &req[1]);
+    har_status_t st = rc == MPI_SUCCESS ? har_node_wait_partner(node, 2, req, -1, "set-up") : HAR_ERR_INTERNAL;
+    if (st == HAR_OK) {
+        node->left_world = m->in.h.world_rank;
+        snprintf(node->left_host, sizeof node->left_host, "%s", m->in.h.host);
+    }
+    return st;
 }
 
 static har_status_t check_header(har_node_t *node, const header_t *mine, const header_t *theirs)
