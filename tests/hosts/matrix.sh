@@ -27,12 +27,15 @@ nodes() {
         grep -q "^har\[3 h2\]" "$tmp/a" && grep -q "^har\[5 h3\]" "$tmp/b"
 }
 hcheck "har finds 2 nodes on 2 hosts of 2 ranks and 3 on hosts of 1, 2 and 3 (no HAR_NODE_SIZE)" nodes
-hcheck "2 hosts of 2: full matrix, rails and ring, every communicator" \
-    $hosts 2 2 -- "$prog" --counts 0,1,7,63,64,1000,65537 --expect rails,ring --comms 4
-hcheck "2 hosts of 2: counts above the slot, sampled (seed $seed)" \
-    $hosts 2 2 -- "$prog" --counts 65537,300001 --sample 4 --seed "$seed" --expect rails,ring --comms 4
+# World and duplicate span the hosts alike; the halves have one rank per
+# host (rails) and the reversed subset uneven hosts (leader): every one
+# crosses hosts, so every call shows the ring.
+hcheck "2 hosts of 2: full matrix, rails and ring (world, duplicate)" \
+    $hosts 2 2 -- "$prog" --counts 0,1,7,63,64,1000,65537 --expect rails,ring --comms 2
+hcheck "2 hosts of 2: every communicator, counts above the slot, sampled (seed $seed)" \
+    $hosts 2 2 -- "$prog" --counts 65537,300001 --sample 4 --seed "$seed" --expect ring --comms 4
 hcheck "hosts of 1, 2 and 3 ranks: leader mode and ring, sampled (seed $seed)" \
-    $hosts --ranks 1,2,3 -- "$prog" --counts $counts --sample 10 --seed "$seed" --expect leader,ring --comms 4
+    $hosts --ranks 1,2,3 -- "$prog" --counts $counts --sample 10 --seed "$seed" --expect leader,ring --comms 2
 hcheck "4 hosts of 1: ring between single ranks" \
     $hosts 4 1 -- "$prog" --counts 1,7,1000,65537 --expect rails,ring --comms 2
 hcheck "4 hosts of 1, counts above the slot, sampled (seed $seed)" \
@@ -58,9 +61,9 @@ hcheck "an unmodified program with libhar.so preloaded (--lib): har serves it ac
 for k in 1 2 3; do
     s=$((seed + k))
     hcheck "soak, 2 hosts of 2, seed $s: every result right" \
-        $hosts 2 2 -- "$prog" --counts 1,63,1000,4097,65537,300001 --sample 12 --seed "$s" --comms 4 --any-path
-    hcheck "soak, hosts of 3 and 1, seed $s: every result right" \
-        $hosts --ranks 3,1 -- "$prog" --counts 1,63,1000,4097,65537,300001 --sample 12 --seed "$s" --comms 4 --any-path
+        $hosts 2 2 -- "$prog" --counts 1,63,1000,4097,65537,300001 --sample 12 --seed "$s" --comms 4 --expect ring
+    hcheck "soak, hosts of 2, 1 and 1, seed $s: every result right" \
+        $hosts --ranks 2,1,1 -- "$prog" --counts 1,63,1000,4097,65537,300001 --sample 12 --seed "$s" --comms 4 --expect ring
 done
 
 # --shared-net needs unshare and nsenter only: ip and tc are kept off PATH.
