@@ -24,6 +24,10 @@ install_deps() {
     # The MPIs' Fortran wrappers (mpif90.*) need it: tests/fortran/.
     command -v gfortran > /dev/null || need="$need gfortran"
     command -v nm > /dev/null || need="$need binutils"
+    # scripts/hosts-run and tests/hosts: veth, bridge, tc; ps and pgrep
+    { command -v ip > /dev/null && command -v tc > /dev/null; } || need="$need iproute2"
+    command -v pgrep > /dev/null || need="$need procps"
+    command -v nsenter > /dev/null || need="$need util-linux"
     [ -e /usr/include/hwloc.h ] || need="$need libhwloc-dev"
     [ -e /usr/include/ucp/api/ucp.h ] || need="$need libucx-dev"
     [ -z "$need" ] && return 0

@@ -1,0 +1,210 @@
+#!/bin/sh
+# Faults across hosts made of namespaces (scripts/hosts-run), 2 hosts of 2
+# ranks: a rank killed (the test build's HAR_TEST_KILL, and kill -9 from
+# outside, in its host's PID namespace), a host's link cut (HAR_TIMEOUT: a
+# cut link carries no news), a stopped rank (SIGSTOP, HAR_TIMEOUT). Every
+# other rank must end its all-reduce in bounded time with har's message
+# naming the rank, and nothing may be left in any host afterwards. Then
+# hosts-run's own bounds: a program that never ends (--timeout), and
+# hosts-run itself killed by SIGKILL.
+#
+# Open MPI keeps the survivors of a death alive with --enable-recovery; its
+# job then does not end by itself once a rank has died and the others have
+# finished, when the ranks run under daemons on other hosts (a plain MPI
+# program does the same), so those cases end by hosts-run's --timeout, which
+# is part of what they check. MPICH's Hydra ends the whole job when a rank
+# dies: there only the death, the job's end and the residue are checked.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/hosts/hosts.sh"
+victim="$bin/mpi/victim"
+calls=20000   # working calls last far longer than any case needs; failed ones take microseconds
+# $run: hosts-run itself, not $hosts, which fails when daemons are left
+# for hosts-run's --timeout to kill, as some cases here must.
+run="$tmp/run"
+extra_run=""
+[ "$MPI_FLAVOUR" = mpich ] && extra_run="--preload '$bin/hosts/.libs/libucx_close.so'"
+printf '#!/bin/sh\nexec "%s" --mpi "%s" %s "$@"\n' "$hosts_run" "$MPI_FLAVOUR" "$extra_run" > "$run"
+chmod +x "$run"
+recovery="" only=""
+[ "$MPI_FLAVOUR" = openmpi ] && recovery="--launcher-arg --enable-recovery"
+[ "$MPI_FLAVOUR" = mpich ] && only=" (MPICH: Hydra ends the job; the death, the end and the residue checked)"
+shm_before=$(ls /dev/shm | grep -c '^har-')
+
+# No rank of the program, and no process at all after the teardown, may be
+# left; nothing in the machine's own /dev/shm either.
+residue_ok() {  # residue_ok LOG
+    ! grep -q "left running: .*$(basename "$2")" "$1" && ! grep -q "left after teardown" "$1" &&
+        grep -q "^hosts-run: .* exited with status" "$1" &&
+        [ "$(ls /dev/shm | grep -c '^har-')" -le "$shm_before" ]
+}
+
+# survivors LOG DEAD PATTERN [finalized]: every rank but DEAD failed its call
+# within 5 s of the others (victim prints the time since its loop began) and
+# said so after har's line matching PATTERN; with "finalized", each also came
+# out of MPI_Finalize.
+survivors() {
+    log="$1" dead="$2" pattern="$3" ok=0
+    for r in 0 1 2 3; do
+        [ "$r" = "$dead" ] && continue
+        grep -q "^victim: rank $r: failed at call" "$log" && grep -q "^har\[$r .*$pattern" "$log" ||
+            { echo "rank $r: no failure, or no message from har"; ok=1; }
+        [ "${4:-}" != finalized ] || grep -q "^victim: rank $r: finalized" "$log" || { echo "rank $r: no finalize"; ok=1; }
+    done
+    survivors_time "$log" || ok=1
+    return $ok
+}
+survivors_time() {  # the survivors failed within 5 s of each other
+    sed -n 's/^victim: rank [0-9]*: failed at call [0-9]* after \([0-9.]*\) s:.*/\1/p' "$1" |
+        awk '{ if (NR == 1 || $1 < lo) lo = $1; if ($1 > hi) hi = $1 } END { exit !(NR > 0 && hi - lo < 5) }' ||
+        { echo "the survivors failed too far apart"; return 1; }
+}
+
+# --- a rank killed by har's test hook, at two moments ----------------------
+hook_kill() {  # hook_kill VICTIM:POINT[:N] HOST
+    dead=${1%%:*}
+    env HAR_TEST_KILL="$1" HAR_VERBOSE=1 $run --timeout 12 $recovery 2 2 -- "$victim" > "$tmp/log" 2>&1
+    rc=$?
+    cat "$tmp/log"
+    grep -q "HAR_TEST_KILL: world rank $dead dies" "$tmp/log" && residue_ok "$tmp/log" "$victim" || return 1
+    if [ "$MPI_FLAVOUR" = openmpi ]; then
+        survivors "$tmp/log" "$dead" "rank $dead (world rank $dead, host $2) died" finalized
+    else
+        [ $rc != 0 ] && [ $rc != 124 ]  # Hydra ended the job itself
+    fi
+}
+hcheck "a rank on h1 killed in the ring (HAR_TEST_KILL=1:ring:2): the others fail naming it and its host$only" hook_kill 1:ring:2 h1
+hcheck "a rank on h2 killed before signalling its input (HAR_TEST_KILL=3:input:2)$only" hook_kill 3:input:2 h2
+
+# --- kill -9 from outside, inside h2's PID namespace -----------------------
+outside_kill() {  # outside_kill [hosts-run options]
+    rm -rf "$tmp/st"
+    env HAR_VERBOSE=1 $run --timeout 20 --state "$tmp/st" $recovery "$@" 2 2 -- "$victim" "$calls" > "$tmp/log" 2>&1 &
+    job=$!
+    for _ in $(seq 100); do [ -s "$tmp/st/h2.pid" ] && [ -n "$(in_host "$tmp/st" h2 pgrep -x victim)" ] && break; sleep 0.1; done
+    sleep 3  # inside the loop of all-reduces
+    pid=$(in_host "$tmp/st" h2 pgrep -x victim | head -1)
+    echo "killing victim $pid (in h2's PID namespace)"
+    [ -n "$pid" ] && in_host "$tmp/st" h2 kill -KILL "$pid"
+    pids=$(cat "$tmp/st"/*.pid)
+    wait $job
+    rc=$?
+    cat "$tmp/log"
+    [ -n "$pid" ] && residue_ok "$tmp/log" "$victim" && gone $pids || return 1
+    if [ "$MPI_FLAVOUR" = openmpi ]; then
+        # Open MPI's TCP transport may end a rank whose peer hung up (and
+        # har then names that one, as the first death it learnt of): every
+        # rank that came back from its call must have failed naming a dead
+        # rank and its host, at least two did, within 5 s of each other.
+        n=0
+        for r in $(sed -n 's/^victim: rank \([0-9]*\): failed at call.*/\1/p' "$tmp/log"); do
+            grep -q "^har\[$r .*rank [0-3] (world rank [0-3], host h[12]) died" "$tmp/log" || { echo "rank $r: no message"; return 1; }
+            n=$((n + 1))
+        done
+        dead=$(sed -n 's/^har\[[0-9]* h[12]\] error: rank [0-9]*: rank \([0-3]\) (world rank [0-3], host h[12]) died.*/\1/p' "$tmp/log" | head -1)
+        [ $n -ge 2 ] && [ -n "$dead" ] && survivors_time "$tmp/log"
+    else
+        [ $rc != 0 ] && [ $rc != 124 ]
+    fi
+}
+hcheck "a rank on h2 killed by kill -9 in its host: the ranks that come back fail naming a dead rank and its host$only" outside_kill
+# The same over a link shaped to 100 Mbit/s, so that ring messages are in
+# flight when the rank dies: a survivor abandons its requests (a receive
+# already matched cannot be cancelled), and its MPI must not then touch
+# memory that har has freed, in MPI_Finalize or before.
+freed_memory() {
+    outside_kill --rate 100mbit || return 1
+    survivors "$tmp/log" "$dead" "rank $dead (world rank $dead, host h2) died" finalized &&
+        ! grep -q "Bad address\|Segmentation fault\|FATAL" "$tmp/log"
+}
+if [ "$MPI_FLAVOUR" = mpich ]; then
+    tap_skip "killed mid-transfer (link at 100 Mbit/s): no survivor's MPI touches memory har freed" "MPICH's Hydra leaves no survivors"
+else
+    hcheck "killed mid-transfer (link at 100 Mbit/s): no survivor's MPI writes to or reads from memory har freed" freed_memory
+fi
+
+# --- h2's link cut --------------------------------------------------------
+# Nothing crosses a cut link, so HAR_TIMEOUT ends the waits on both sides,
+# and h2's output reaches the launcher only once the link is back: h1's
+# ranks must fail within HAR_TIMEOUT and a margin of the cut; once the link
+# is up again, every rank has failed at about the same moment, and the job
+# ends normally.
+cut_link() {
+    rm -rf "$tmp/st"
+    env HAR_TIMEOUT=3 HAR_VERBOSE=1 $run --timeout 90 --state "$tmp/st" 2 2 -- "$victim" "$calls" > "$tmp/log" 2>&1 &
+    job=$!
+    for _ in $(seq 100); do [ -s "$tmp/st/h2.pid" ] && [ -n "$(in_host "$tmp/st" h2 pgrep -x victim)" ] && break; sleep 0.1; done
+    sleep 3
+    nsenter -t "$(cat "$tmp/st/bridge.pid")" -n ip link set veth-h2 down
+    start=$(date +%s)
+    wait_for "$tmp/log" "^victim: rank [01]: failed at call" 2 12
+    ok=$?
+    took=$(($(date +%s) - start))
+    echo "h1's ranks failed $took s after the cut"
+    nsenter -t "$(cat "$tmp/st/bridge.pid")" -n ip link set veth-h2 up
+    pids=$(cat "$tmp/st"/*.pid)
+    wait $job
+    rc=$?
+    cat "$tmp/log"
+    [ $ok = 0 ] && [ $rc = 0 ] && ends_clean "$tmp/log" && residue_ok "$tmp/log" "$victim" && gone $pids &&
+        survivors "$tmp/log" -1 "rank [0-9] .*did not come within HAR_TIMEOUT" finalized &&
+        grep -q "^har\[[01] h1\] .*rank [23] .*did not come within HAR_TIMEOUT" "$tmp/log" &&
+        grep -q "^har\[[23] h2\] .*rank [01] .*did not come within HAR_TIMEOUT" "$tmp/log"
+}
+hcheck "h2's link cut (HAR_TIMEOUT=3): every rank on both hosts fails naming a rank across the cut, the job ends" cut_link
+cp "$tmp/log" "$tmp/cut"
+check "across the cut, the ranks name the rank they waited for by its world rank and host" \
+    sh -c 'grep -q "^har\[[01] h1\] .*rank [23] (world rank [23], host h2) did not come" "$1" &&
+        grep -q "^har\[[23] h2\] .*rank [01] (world rank [01], host h1) did not come" "$1"' sh "$tmp/cut"
+
+# --- a stopped rank -------------------------------------------------------
+stopped() {
+    env HAR_TIMEOUT=2 $hosts 2 2 -- "$bin/mpi/stopped_peer" > "$tmp/log" 2>&1
+    rc=$?
+    cat "$tmp/log"
+    cp "$tmp/log" "$tmp/stopped"
+    [ $rc = 0 ] && [ "$(grep -c "rank [0-3]: rank 1 .*did not come within HAR_TIMEOUT" "$tmp/log")" = 4 ] &&
+        [ "$(grep -c 'as expected' "$tmp/log")" = 4 ]
+}
+hcheck "a rank on h1 stopped (SIGSTOP, HAR_TIMEOUT=2): all 4 ranks fail naming it, later calls fail, none hangs" stopped
+# A rank that waits for its ring partner on another host names it by its
+# world rank and host too (the ring's set-up told it who its left is).
+check "every rank names the stopped rank's world rank and host" \
+    test "$(grep -c "rank [0-3]: rank 1 (world rank 1, host h1) did not come within HAR_TIMEOUT" "$tmp/stopped")" = 4
+
+# --- hosts-run's own bounds -------------------------------------------------
+never_ends() {
+    start=$(date +%s)
+    $run --timeout 3 2 1 -- sleep 600 > "$tmp/log" 2>&1
+    rc=$?
+    took=$(($(date +%s) - start))
+    cat "$tmp/log"; echo "took $took s"
+    [ $rc = 124 ] && [ $took -lt 20 ] && grep -q "timed out after 3 s" "$tmp/log" && ! grep -q "left after teardown" "$tmp/log"
+}
+hcheck "a program that never ends: --timeout 3 ends it with status 124, every process killed" never_ends
+
+killed_runner() {
+    rm -rf "$tmp/st" "$tmp/tmpdir"
+    mkdir "$tmp/tmpdir"
+    TMPDIR="$tmp/tmpdir" $run --timeout 600 --state "$tmp/st" 2 1 -- sleep 600 > "$tmp/log" 2>&1 &
+    job=$!
+    for _ in $(seq 100); do [ -s "$tmp/st/h2.pid" ] && [ -n "$(in_host "$tmp/st" h2 pgrep -x sleep | sed -n 2p)" ] && break; sleep 0.1; done
+    pids=$(cat "$tmp/st"/*.pid)
+    nets=$(for p in $pids; do readlink /proc/$p/ns/net; done)
+    kill -KILL $job
+    wait $job 2> /dev/null
+    gone $pids || return 1
+    # the launcher goes once its daemons or proxies have gone with the hosts
+    for _ in $(seq 100); do
+        left=""
+        for p in /proc/[0-9]*; do
+            n=$(readlink $p/ns/net 2> /dev/null) || continue
+            case " $(echo $nets) " in *" $n "*) left="$left ${p#/proc/}" ;; esac
+        done
+        [ -z "$left" ] && break
+        sleep 0.1
+    done
+    echo "left in the namespaces: ${left:-nothing}; in TMPDIR: $(ls "$tmp/tmpdir")"
+    [ -n "$pids" ] && [ -z "$left" ]
+}
+hcheck "hosts-run killed by SIGKILL: every host and the launcher's namespace go with it" killed_runner
+done_testing
