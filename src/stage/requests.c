@@ -166,7 +166,7 @@ static int claim_all(room_t *r, int n, const MPI_Request reqs[], int statuses, M
 /* A copy that failed on completion is the call's error. */
 static int keep_first(int rc, int copy_rc) { return rc == MPI_SUCCESS ? copy_rc : rc; }
 
-int har_wait_staged(MPI_Request *req, MPI_Status *status)
+int har_staged_wait(MPI_Request *req, MPI_Status *status)
 {
     entry_t *e;
     if (!claim(1, req, &e)) return PMPI_Wait(req, status);
@@ -176,7 +176,7 @@ int har_wait_staged(MPI_Request *req, MPI_Status *status)
     return rc;
 }
 
-int har_test_staged(MPI_Request *req, int *flag, MPI_Status *status)
+int har_staged_test(MPI_Request *req, int *flag, MPI_Status *status)
 {
     entry_t *e;
     if (!claim(1, req, &e)) return PMPI_Test(req, flag, status);
@@ -210,7 +210,7 @@ static int settle_all(int n, MPI_Request reqs[], entry_t *e[], MPI_Status st[], 
     return keep_first(rc, copy_rc);
 }
 
-int har_waitall_staged(int n, MPI_Request reqs[], MPI_Status statuses[])
+int har_staged_waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 {
     room_t r;
     if (!claim_all(&r, n, reqs, 1, statuses)) return PMPI_Waitall(n, reqs, statuses);
@@ -219,7 +219,7 @@ int har_waitall_staged(int n, MPI_Request reqs[], MPI_Status statuses[])
     return rc;
 }
 
-int har_testall_staged(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[])
+int har_staged_testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[])
 {
     room_t r;
     if (!claim_all(&r, n, reqs, 1, statuses)) return PMPI_Testall(n, reqs, flag, statuses);
@@ -243,7 +243,7 @@ static int settle_any(int n, entry_t *e[], int index, int completed, int ok)
     return rc;
 }
 
-int har_waitany_staged(int n, MPI_Request reqs[], int *index, MPI_Status *status)
+int har_staged_waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
 {
     room_t r;
     if (!claim_all(&r, n, reqs, 0, NULL)) return PMPI_Waitany(n, reqs, index, status);
@@ -255,7 +255,7 @@ int har_waitany_staged(int n, MPI_Request reqs[], int *index, MPI_Status *status
     return rc;
 }
 
-int har_testany_staged(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
+int har_staged_testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
 {
     room_t r;
     if (!claim_all(&r, n, reqs, 0, NULL)) return PMPI_Testany(n, reqs, index, flag, status);
@@ -289,7 +289,7 @@ static int settle_some(int n, MPI_Request reqs[], entry_t *e[], int rc, int outc
     return keep_first(rc, copy_rc);
 }
 
-int har_waitsome_staged(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
+int har_staged_waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
 {
     room_t r;
     if (!claim_all(&r, n, reqs, 1, statuses)) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
@@ -300,7 +300,7 @@ int har_waitsome_staged(int n, MPI_Request reqs[], int *outcount, int indices[],
     return rc;
 }
 
-int har_testsome_staged(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
+int har_staged_testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
 {
     room_t r;
     if (!claim_all(&r, n, reqs, 1, statuses)) return PMPI_Testsome(n, reqs, outcount, indices, statuses);
@@ -311,7 +311,7 @@ int har_testsome_staged(int n, MPI_Request reqs[], int *outcount, int indices[],
     return rc;
 }
 
-int har_request_get_status_staged(MPI_Request req, int *flag, MPI_Status *status)
+int har_staged_request_get_status(MPI_Request req, int *flag, MPI_Status *status)
 {
     entry_t *e;
     if (!claim(1, &req, &e)) return PMPI_Request_get_status(req, flag, status);
@@ -327,7 +327,7 @@ int har_request_get_status_staged(MPI_Request req, int *flag, MPI_Status *status
     return rc;
 }
 
-int har_request_free_staged(MPI_Request *req)
+int har_staged_request_free(MPI_Request *req)
 {
     entry_t *e;
     if (!claim(1, req, &e)) return PMPI_Request_free(req);
@@ -364,7 +364,7 @@ static void started(entry_t *e, MPI_Request now, int rc)
     pthread_mutex_unlock(&lock);
 }
 
-int har_start_staged(MPI_Request *req)
+int har_staged_start(MPI_Request *req)
 {
     entry_t *e;
     if (!claim(1, req, &e)) return PMPI_Start(req);
@@ -378,7 +378,7 @@ int har_start_staged(MPI_Request *req)
     return rc;
 }
 
-int har_startall_staged(int n, MPI_Request reqs[])
+int har_staged_startall(int n, MPI_Request reqs[])
 {
     room_t r;
     if (!claim_all(&r, n, reqs, 0, NULL)) return PMPI_Startall(n, reqs);

@@ -25,64 +25,64 @@ static inline int har_requests_none(void) { return __builtin_expect(!__atomic_lo
  * on failure the copies go back. Returns rc. */
 HAR_HIDDEN int har_request_post(har_stage_t *s, int rc, MPI_Request *req, int persistent);
 
-HAR_HIDDEN int har_wait_staged(MPI_Request *req, MPI_Status *status);
-HAR_HIDDEN int har_test_staged(MPI_Request *req, int *flag, MPI_Status *status);
-HAR_HIDDEN int har_waitall_staged(int n, MPI_Request reqs[], MPI_Status statuses[]);
-HAR_HIDDEN int har_testall_staged(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]);
-HAR_HIDDEN int har_waitany_staged(int n, MPI_Request reqs[], int *index, MPI_Status *status);
-HAR_HIDDEN int har_testany_staged(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status);
-HAR_HIDDEN int har_waitsome_staged(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]);
-HAR_HIDDEN int har_testsome_staged(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]);
-HAR_HIDDEN int har_request_get_status_staged(MPI_Request req, int *flag, MPI_Status *status);
-HAR_HIDDEN int har_request_free_staged(MPI_Request *req);
-HAR_HIDDEN int har_start_staged(MPI_Request *req);
-HAR_HIDDEN int har_startall_staged(int n, MPI_Request reqs[]);
+HAR_HIDDEN int har_staged_wait(MPI_Request *req, MPI_Status *status);
+HAR_HIDDEN int har_staged_test(MPI_Request *req, int *flag, MPI_Status *status);
+HAR_HIDDEN int har_staged_waitall(int n, MPI_Request reqs[], MPI_Status statuses[]);
+HAR_HIDDEN int har_staged_testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]);
+HAR_HIDDEN int har_staged_waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status);
+HAR_HIDDEN int har_staged_testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status);
+HAR_HIDDEN int har_staged_waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]);
+HAR_HIDDEN int har_staged_testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]);
+HAR_HIDDEN int har_staged_request_get_status(MPI_Request req, int *flag, MPI_Status *status);
+HAR_HIDDEN int har_staged_request_free(MPI_Request *req);
+HAR_HIDDEN int har_staged_start(MPI_Request *req);
+HAR_HIDDEN int har_staged_startall(int n, MPI_Request reqs[]);
 
 /* What the entry points call. */
 static inline int har_wait(MPI_Request *r, MPI_Status *st)
 {
-    return har_requests_none() ? PMPI_Wait(r, st) : har_wait_staged(r, st);
+    return har_requests_none() ? PMPI_Wait(r, st) : har_staged_wait(r, st);
 }
 static inline int har_test(MPI_Request *r, int *flag, MPI_Status *st)
 {
-    return har_requests_none() ? PMPI_Test(r, flag, st) : har_test_staged(r, flag, st);
+    return har_requests_none() ? PMPI_Test(r, flag, st) : har_staged_test(r, flag, st);
 }
 static inline int har_waitall(int n, MPI_Request r[], MPI_Status st[])
 {
-    return har_requests_none() ? PMPI_Waitall(n, r, st) : har_waitall_staged(n, r, st);
+    return har_requests_none() ? PMPI_Waitall(n, r, st) : har_staged_waitall(n, r, st);
 }
 static inline int har_testall(int n, MPI_Request r[], int *flag, MPI_Status st[])
 {
-    return har_requests_none() ? PMPI_Testall(n, r, flag, st) : har_testall_staged(n, r, flag, st);
+    return har_requests_none() ? PMPI_Testall(n, r, flag, st) : har_staged_testall(n, r, flag, st);
 }
 static inline int har_waitany(int n, MPI_Request r[], int *index, MPI_Status *st)
 {
-    return har_requests_none() ? PMPI_Waitany(n, r, index, st) : har_waitany_staged(n, r, index, st);
+    return har_requests_none() ? PMPI_Waitany(n, r, index, st) : har_staged_waitany(n, r, index, st);
 }
 static inline int har_testany(int n, MPI_Request r[], int *index, int *flag, MPI_Status *st)
 {
-    return har_requests_none() ? PMPI_Testany(n, r, index, flag, st) : har_testany_staged(n, r, index, flag, st);
+    return har_requests_none() ? PMPI_Testany(n, r, index, flag, st) : har_staged_testany(n, r, index, flag, st);
 }
 static inline int har_waitsome(int n, MPI_Request r[], int *out, int idx[], MPI_Status st[])
 {
-    return har_requests_none() ? PMPI_Waitsome(n, r, out, idx, st) : har_waitsome_staged(n, r, out, idx, st);
+    return har_requests_none() ? PMPI_Waitsome(n, r, out, idx, st) : har_staged_waitsome(n, r, out, idx, st);
 }
 static inline int har_testsome(int n, MPI_Request r[], int *out, int idx[], MPI_Status st[])
 {
-    return har_requests_none() ? PMPI_Testsome(n, r, out, idx, st) : har_testsome_staged(n, r, out, idx, st);
+    return har_requests_none() ? PMPI_Testsome(n, r, out, idx, st) : har_staged_testsome(n, r, out, idx, st);
 }
 static inline int har_request_get_status(MPI_Request r, int *flag, MPI_Status *st)
 {
-    return har_requests_none() ? PMPI_Request_get_status(r, flag, st) : har_request_get_status_staged(r, flag, st);
+    return har_requests_none() ? PMPI_Request_get_status(r, flag, st) : har_staged_request_get_status(r, flag, st);
 }
 static inline int har_request_free(MPI_Request *r)
 {
-    return har_requests_none() ? PMPI_Request_free(r) : har_request_free_staged(r);
+    return har_requests_none() ? PMPI_Request_free(r) : har_staged_request_free(r);
 }
-static inline int har_start(MPI_Request *r) { return har_requests_none() ? PMPI_Start(r) : har_start_staged(r); }
+static inline int har_start(MPI_Request *r) { return har_requests_none() ? PMPI_Start(r) : har_staged_start(r); }
 static inline int har_startall(int n, MPI_Request r[])
 {
-    return har_requests_none() ? PMPI_Startall(n, r) : har_startall_staged(n, r);
+    return har_requests_none() ? PMPI_Startall(n, r) : har_staged_startall(n, r);
 }
 
 #endif
