@@ -9,7 +9,9 @@
  * and the receive buffers of non-roots included; the non-blocking forms
  * are all in flight at once and completed in a random order.
  *
- * collectives [--device] [--expect staged|untouched] [--seed N]
+ * collectives [--device|--cuda-host] [--expect staged|untouched] [--seed N]
+ * --cuda-host: host buffers in a process that has a GPU context (har then
+ * asks the driver about every buffer).
  * --expect: har's counters say each call of this rank reached its wrapper,
  * and every one, or none, was staged. */
 #include "stagetest.h"
@@ -330,13 +332,15 @@ int main(int argc, char **argv)
 {
     const char *expect = NULL;
     unsigned seed = 1;
+    int cuda_host = 0;
     prog = "collectives";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device")) on_device = 1;
+        else if (!strcmp(argv[i], "--cuda-host")) cuda_host = 1;
         else if (!strcmp(argv[i], "--expect") && i + 1 < argc) expect = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = (unsigned)strtoul(argv[++i], NULL, 10);
         else {
-            fprintf(stderr, "usage: collectives [--device] [--expect staged|untouched] [--seed N]\n");
+            fprintf(stderr, "usage: collectives [--device|--cuda-host] [--expect staged|untouched] [--seed N]\n");
             return 2;
         }
     }
@@ -345,7 +349,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     if (world_size > MAXR) MPI_Abort(MPI_COMM_WORLD, 2);
     rng_seed(seed * 1000003u + (unsigned)world_rank);
-    if (on_device && !device_setup()) {
+    if ((on_device || cuda_host) && !device_setup()) {
         if (world_rank == 0) printf("collectives: no GPU; skipped\n");
         MPI_Finalize();
         return 77;
