@@ -3,7 +3,7 @@
  * through host memory where a buffer is device memory the MPI cannot take.
  *
  * Host buffers go to the MPI untouched after one memory-kind query per
- * buffer (none at all in a process without CUDA). Which buffers matter on
+ * buffer (in a process without CUDA, one look at whether it loaded it). Which buffers matter on
  * which rank, MPI_IN_PLACE and the spans are the plans' (src/stage/), and
  * a call whose arguments a plan does not judge goes to the MPI untouched,
  * which reports them as it always does. */
@@ -22,8 +22,14 @@ static int ask(har_coll_t coll, int need, int nonblocking, har_stage_ask_t *a, c
 {
     int dev;
     har_count_coll(coll, 0);
-    a->kind[HAR_SEND] = har_mem_kind(p0, &dev);  /* host at once for NULL and MPI_IN_PLACE */
-    a->kind[HAR_RECV] = har_mem_kind(p1, &dev);
+    a->kind[HAR_SEND] = a->kind[HAR_RECV] = HAR_MEM_HOST;
+    /* Once per call whether the process has loaded CUDA at all (without
+     * it nothing is device memory), then one driver query per buffer
+     * (none for NULL and MPI_IN_PLACE). */
+    if (har_cuda_loaded()) {
+        a->kind[HAR_SEND] = har_mem_kind(p0, &dev);
+        a->kind[HAR_RECV] = har_mem_kind(p1, &dev);
+    }
     a->copy_in = 1;
     a->comm = comm;
     int device = a->kind[HAR_SEND] != HAR_MEM_HOST || a->kind[HAR_RECV] != HAR_MEM_HOST;
