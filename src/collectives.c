@@ -8,6 +8,7 @@
  * a call whose arguments a plan does not judge goes to the MPI untouched,
  * which reports them as it always does. */
 #include "collectives.h"
+#include "core/log.h"
 #include "cuda/mem.h"
 #include "stage/requests.h"
 
@@ -47,11 +48,24 @@ static int ask(har_coll_t coll, int need, int nonblocking, har_stage_ask_t *a, c
 #define PLAN(coll, need, nb, p0, p1, plan)                                                                    \
     har_stage_t s;                                                                                           \
     har_stage_ask_t a;                                                                                       \
+    void *slot = NULL;                                                                                       \
     int how = ask(coll, need, nb, &a, p0, p1, comm) ? (plan) : HAR_STAGE_UNTOUCHED;                           \
+    if (how == HAR_STAGE_STAGED && req && !(how = reserve(&s, &slot))) how = HAR_STAGE_FAILED;               \
     if (how == HAR_STAGE_STAGED) har_count_coll(coll, 1);                                                    \
     if (how == HAR_STAGE_FAILED) return har_stage_error(&s)
 #define S(i, p) har_staged(&s, i, p)
-#define DONE(rc) (req ? har_request_post(&s, rc, req, 0) : har_stage_finish(&s, rc))
+#define DONE(rc) (req ? har_request_post(slot, &s, rc, req, 0) : har_stage_finish(&s, rc))
+
+/* A staged request's place in the table, before the MPI is called:
+ * HAR_STAGE_STAGED, or 0 (no memory: the copies go back). */
+static int reserve(har_stage_t *s, void **slot)
+{
+    if ((*slot = har_request_reserve())) return HAR_STAGE_STAGED;
+    har_log(HAR_LOG_ERROR, "no memory for a staged request");
+    har_stage_release(s);
+    s->err = MPI_ERR_NO_MEM;
+    return 0;
+}
 /* The blocking form's counter, or the one after it (its non-blocking form). */
 #define FORM(coll) ((har_coll_t)(HAR_COLL_##coll + (req != NULL)))
 
@@ -60,8 +74,9 @@ int har_iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, M
 {
     PLAN(HAR_COLL_IALLREDUCE, NEED_REDUCE, 1, sbuf, rbuf, har_plan_allreduce(&s, &a, sbuf, rbuf, count, type));
     if (how == HAR_STAGE_UNTOUCHED) return PMPI_Iallreduce(sbuf, rbuf, count, type, op, comm, req);
-    return har_request_post(&s, PMPI_Iallreduce(S(HAR_SEND, sbuf), S(HAR_RECV, rbuf), count, type, op, comm, req),
-                            req, 0);
+    return har_request_post(slot, &s,
+                            PMPI_Iallreduce(S(HAR_SEND, sbuf), S(HAR_RECV, rbuf), count, type, op, comm, req), req,
+                            0);
 }
 
 #ifdef HAR_HAVE_ALLREDUCE_INIT
@@ -77,16 +92,18 @@ int har_allreduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype typ
      * the input is copied in at each start. */
     har_stage_t s;
     har_stage_ask_t a;
+    void *slot = NULL;
     int how = HAR_STAGE_UNTOUCHED;
     if (ask(HAR_COLL_ALLREDUCE_INIT, NEED_REDUCE, 1, &a, sbuf, rbuf, comm)) {
         a.copy_in = 0;
         how = har_plan_allreduce(&s, &a, sbuf, rbuf, count, type);
     }
+    if (how == HAR_STAGE_STAGED && !reserve(&s, &slot)) how = HAR_STAGE_FAILED;
     if (how == HAR_STAGE_UNTOUCHED) return ALLREDUCE_INIT(sbuf, rbuf, count, type, op, comm, info, req);
     if (how == HAR_STAGE_FAILED) return har_stage_error(&s);
     har_count_coll(HAR_COLL_ALLREDUCE_INIT, 1);
     return har_request_post(
-        &s, ALLREDUCE_INIT(S(HAR_SEND, sbuf), S(HAR_RECV, rbuf), count, type, op, comm, info, req), req, 1);
+        slot, &s, ALLREDUCE_INIT(S(HAR_SEND, sbuf), S(HAR_RECV, rbuf), count, type, op, comm, info, req), req, 1);
 }
 #endif
 

@@ -23,25 +23,15 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static entry_t *head;
 int har_staged_live;
 
-int har_request_post(har_stage_t *s, int rc, MPI_Request *req, int persistent)
+void *har_request_reserve(void) { return calloc(1, sizeof(entry_t)); }
+
+int har_request_post(void *slot, har_stage_t *s, int rc, MPI_Request *req, int persistent)
 {
+    entry_t *e = slot;
     if (rc != MPI_SUCCESS) {
+        free(e);
         har_stage_release(s);
         return rc;
-    }
-    entry_t *e = calloc(1, sizeof *e);
-    if (!e && !persistent) {
-        /* Without room to remember it, the operation is completed now:
-         * correct, only blocking (the request is then MPI_REQUEST_NULL, as
-         * after a test that completed it). */
-        har_log(HAR_LOG_WARN, "no memory for a staged request: completing it at once");
-        return har_stage_finish(s, PMPI_Wait(req, MPI_STATUS_IGNORE));
-    }
-    if (!e) {
-        PMPI_Request_free(req);  /* inactive: nothing of it runs */
-        har_stage_release(s);
-        s->err = MPI_ERR_NO_MEM;
-        return har_stage_error(s);
     }
     e->req = *req;
     e->stage = *s;

@@ -20,10 +20,14 @@ extern HAR_HIDDEN int har_staged_live;
 
 static inline int har_requests_none(void) { return __builtin_expect(!__atomic_load_n(&har_staged_live, __ATOMIC_ACQUIRE), 1); }
 
+/* A place in the table for a request, taken before the MPI is called (a
+ * request posted without one could never be finished); NULL when memory
+ * ran out. */
+HAR_HIDDEN void *har_request_reserve(void);
 /* After the MPI's non-blocking (persistent: its _init) call on the staged
- * buffers returned rc: a request joins the table with the staging in s;
- * on failure the copies go back. Returns rc. */
-HAR_HIDDEN int har_request_post(har_stage_t *s, int rc, MPI_Request *req, int persistent);
+ * buffers returned rc: the request takes its place in the table with the
+ * staging in s; on failure the place and the copies go back. Returns rc. */
+HAR_HIDDEN int har_request_post(void *slot, har_stage_t *s, int rc, MPI_Request *req, int persistent);
 
 HAR_HIDDEN int har_staged_wait(MPI_Request *req, MPI_Status *status);
 HAR_HIDDEN int har_staged_test(MPI_Request *req, int *flag, MPI_Status *status);
