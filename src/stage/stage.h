@@ -109,7 +109,7 @@ HAR_HIDDEN int har_stage_allreduce(const void *sbuf, void *rbuf, int count, MPI_
 #define HAR_STAGE_KEEP_BYTES (256u << 20)
 HAR_HIDDEN void *har_stage_get(size_t bytes);
 HAR_HIDDEN void har_stage_put(void *buf);
-/* How many the pool holds now, and their bytes (tests, har-info). */
+/* How many the pool holds now, and their bytes (the test build shows them). */
 HAR_HIDDEN int har_stage_kept(size_t *bytes);
 HAR_HIDDEN void har_stage_finalize(void);
 
