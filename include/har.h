@@ -27,10 +27,13 @@ HAR_API const char *har_version(void);
 /* Counters of this process since MPI_Init (or the last reset), by name: one
  * per path a call can take ("seen": every MPI_Allreduce that reached har;
  * "mpi", "staged"; the engines "host_segment", "ipc", "nccl"; "one_shot",
- * "two_shot", "rails", "leader", "ring", "inter_mpi"). A call counts on
- * every path it took. Their number and order belong to the library that is
- * loaded, and grow as it does: look them up by name. `har-info --paths`
- * lists them. */
+ * "two_shot", "rails", "leader", "ring", "inter_mpi"), then two per other
+ * collective har wraps: its calls and those staged through host memory on
+ * this rank ("iallreduce", "iallreduce_staged", "allreduce_init", "bcast",
+ * "ibcast", "reduce", ... "ialltoallv_staged"). A call counts on every path
+ * it took. Their number and order belong to the library that is loaded,
+ * and grow as it does: look them up by name. `har-info --paths` lists
+ * them. */
 HAR_API int har_counter_count(void);
 /* The name of counter `index`, or NULL past the end. */
 HAR_API const char *har_counter_name(int index);

@@ -10,12 +10,22 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "collectives.h"
 #include "comm/call.h"
 #include "core/log.h"
 #include "core/test.h"
 #include "entry.h"
+#include "stage/stage.h"
 
-static unsigned long long counters[HAR_PATH_COUNT];
+/* The paths, then two per collective har wraps (collectives.h): every call,
+ * and the calls staged on this rank. */
+#define HAR_COUNTERS (HAR_PATH_COUNT + 2 * HAR_COLL_COUNT)
+static unsigned long long counters[HAR_COUNTERS];
+static const char *const coll_names[2 * HAR_COLL_COUNT] = {
+#define HAR_COLL_NAMES(id, name) #name, #name "_staged",
+    HAR_COLL_LIST(HAR_COLL_NAMES)
+#undef HAR_COLL_NAMES
+};
 static int initialized, finalized, world_rank;
 static __thread int inside_har;  /* re-entry guard: MPI calling MPI_Allreduce from inside har */
 static int algo_override = -1;   /* har_set_algo's mask; -1: HAR_ALGO decides */
@@ -23,23 +33,38 @@ static int at_mpi_init;          /* init runs inside MPI_Init, where collectives
 
 const char *har_version(void) { return HAR_VERSION_STRING; }
 
-/* The counters are the paths, in paths.h's order. */
-int har_counter_count(void) { return HAR_PATH_COUNT; }
+/* The counters: the paths in paths.h's order, then the collectives. */
+int har_counter_count(void) { return HAR_COUNTERS; }
 
-const char *har_counter_name(int index) { return har_path_name(index); }
+const char *har_counter_name(int index)
+{
+    if (index >= HAR_PATH_COUNT && index < HAR_COUNTERS) return coll_names[index - HAR_PATH_COUNT];
+    return har_path_name(index);
+}
 
-int har_counter_index(const char *name) { return name ? har_path_from_name(name) : -1; }
+int har_counter_index(const char *name)
+{
+    if (!name) return -1;
+    for (int i = 0; i < 2 * HAR_COLL_COUNT; i++)
+        if (strcmp(name, coll_names[i]) == 0) return HAR_PATH_COUNT + i;
+    return har_path_from_name(name);
+}
 
 int har_counters(unsigned long long *values, int n)
 {
-    for (int p = 0; values && p < n && p < HAR_PATH_COUNT; p++)
+    for (int p = 0; values && p < n && p < HAR_COUNTERS; p++)
         values[p] = __atomic_load_n(&counters[p], __ATOMIC_RELAXED);
-    return HAR_PATH_COUNT;
+    return HAR_COUNTERS;
 }
 
 void har_counters_reset(void)
 {
-    for (int p = 0; p < HAR_PATH_COUNT; p++) __atomic_store_n(&counters[p], 0, __ATOMIC_RELAXED);
+    for (int p = 0; p < HAR_COUNTERS; p++) __atomic_store_n(&counters[p], 0, __ATOMIC_RELAXED);
+}
+
+void har_count_coll(har_coll_t coll, int staged)
+{
+    __atomic_fetch_add(&counters[HAR_PATH_COUNT + 2 * (int)coll + (staged != 0)], 1, __ATOMIC_RELAXED);
 }
 
 static const char *mpi_flavour(void)
@@ -78,12 +103,15 @@ void har_init(int from_mpi_init)
     pthread_once(&init_once, init);
 }
 
+/* Every path, then the collectives' counters that are not 0 (most
+ * programs call few of them). */
 static void print_counters(void)
 {
-    char line[1024];
+    char line[4096];
     size_t n = 0;
-    for (int p = 0; p < HAR_PATH_COUNT; p++)
-        n += (size_t)snprintf(line + n, sizeof line - n, " %s=%llu", har_path_name(p), counters[p]);
+    for (int p = 0; p < HAR_COUNTERS && n < sizeof line; p++)
+        if (p < HAR_PATH_COUNT || counters[p])
+            n += (size_t)snprintf(line + n, sizeof line - n, " %s=%llu", har_counter_name(p), counters[p]);
     har_log(HAR_LOG_INFO, "calls per path:%s", line);
 }
 
@@ -94,52 +122,35 @@ void har_finalize(void)
     har_comm_finalize();
     if (har_log_level >= 1) print_counters();
     har_log_summary();
-    har_mem_finalize();
+    har_stage_finalize();
 }
 
-/* The MPI's own all-reduce of the binding the call came through; a call
- * that came through an int binding has an int count. Without the MPI's _c
- * bindings no caller passes HAR_BINDING_LARGE; a count an int cannot hold
- * is refused there rather than cut. */
-static int pmpi_allreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
-                          MPI_Comm comm, har_binding_t binding)
+int har_entry_ready(void)
 {
-#ifdef HAR_HAVE_MPI_C_COUNTS
-    if (binding == HAR_BINDING_LARGE) return PMPI_Allreduce_c(sbuf, rbuf, count, type, op, comm);
-#else
-    (void)binding;
-#endif
-    if (count > INT_MAX) return PMPI_Comm_call_errhandler(comm, MPI_ERR_COUNT), MPI_ERR_COUNT;
-    return PMPI_Allreduce(sbuf, rbuf, (int)count, type, op, comm);
+    if (__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) return !finalized;
+    int up = 0, down = 0;
+    PMPI_Initialized(&up);  /* MPI initialised behind our back (a binding har does not wrap) */
+    PMPI_Finalized(&down);
+    if (!up || down) return 0;
+    har_init(0);
+    return 1;
 }
 
-/* The MPI's own all-reduce, in the one place har hands calls to it. Device
- * buffers go through host memory when the MPI cannot reduce them itself,
- * so the call works instead of crashing (each rank stages its own). */
+/* The MPI's own all-reduce, in the one place har hands its calls to it.
+ * Device buffers go through host memory when the MPI cannot reduce them
+ * itself, so the call works instead of crashing (each rank stages its own:
+ * src/stage/). */
 static int forward(const har_call_t *call, const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type,
                    MPI_Op op, MPI_Comm comm, har_binding_t binding, unsigned *paths)
 {
     *paths |= HAR_BIT(MPI);
-    if ((call->in_kind == HAR_MEM_HOST && call->out_kind == HAR_MEM_HOST) || har_mpi_cuda_reduce() || count <= 0)
-        return pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);
-
+    int host = call->in_kind == HAR_MEM_HOST && call->out_kind == HAR_MEM_HOST;
+#ifdef HAR_TEST_HOOKS
+    host &= !har_test_stage();
+#endif
+    if (host || har_mpi_cuda_reduce() || count <= 0) return har_pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);
     *paths |= HAR_BIT(STAGED);
-    MPI_Aint lb, extent;
-    int rc = PMPI_Type_get_true_extent(type, &lb, &extent);
-    if (rc != MPI_SUCCESS) return pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);
-    size_t bytes = (size_t)extent * (size_t)count;  /* the contiguous span the MPI touches */
-    char *host = har_stage_get(bytes);
-    if (!host) {
-        har_log(HAR_LOG_ERROR, "no host memory to stage %zu bytes", bytes);
-        return PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM), MPI_ERR_NO_MEM;
-    }
-    har_status_t st = har_mem_copy(host, HAR_MEM_HOST, call->in + lb, call->in_kind, bytes);
-    rc = st == HAR_OK ? pmpi_allreduce(MPI_IN_PLACE, host - lb, count, type, op, comm, binding) : har_error_code(st);
-    if (rc == MPI_SUCCESS && (st = har_mem_copy((char *)rbuf + lb, call->out_kind, host, HAR_MEM_HOST, bytes)) != HAR_OK)
-        rc = har_error_code(st);
-    har_stage_put(host);
-    if (st != HAR_OK) PMPI_Comm_call_errhandler(comm, rc);
-    return rc;
+    return har_stage_allreduce(sbuf, rbuf, count, type, op, comm, call->in_kind, call->out_kind, binding);
 }
 
 int har_set_algo(const char *choice)
@@ -192,14 +203,7 @@ int har_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MP
 int har_allreduce_count(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                         har_binding_t binding)
 {
-    if (inside_har || finalized) return pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);
-    if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) {
-        /* MPI was initialised behind our back (a binding har does not wrap). */
-        int up = 0;
-        PMPI_Initialized(&up);
-        if (!up) return pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);  /* the MPI reports it */
-        har_init(0);
-    }
+    if (inside_har || !har_entry_ready()) return har_pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);
     inside_har = 1;
     har_note_clear();
     unsigned paths = HAR_BIT(SEEN);

@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/test.h"
 #include "host/check.h"
+#include "stage/stage.h"
 
 /* What the node agreed at an arrival. */
 typedef struct {

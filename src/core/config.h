@@ -28,6 +28,8 @@ enum { LOCAL = 0, RANK0 = 1 };
       "auto, 0 or 1: can the MPI send and receive device memory")                               \
     X(mpi_cuda_reduce, HAR_T_ENUM, "auto", LOCAL, 0, 0, "auto,0,1",                             \
       "auto, 0 or 1: can the MPI's own MPI_Allreduce reduce device memory")                     \
+    X(mpi_cuda_nonblocking, HAR_T_ENUM, "auto", LOCAL, 0, 0, "auto,0,1",                        \
+      "auto (means 0), 0 or 1: can the MPI's non-blocking and persistent collectives take device memory (CUDA-aware Open MPI 4.1 crashes on it in MPI_Iallreduce)") \
     X(node_size, HAR_T_INT, "0", RANK0, 0, 1 << 20, NULL,                                       \
       "k>0 splits each node into pretend nodes of k ranks (testing on one machine)")            \
     X(min_bytes, HAR_T_SIZE, "0", RANK0, 0, 1ll << 50, NULL, "calls smaller than this go to the MPI") \
@@ -87,7 +89,9 @@ enum { LOCAL = 0, RANK0 = 1 };
     X(test_no_socket, HAR_T_INT, "-1", LOCAL, -1, 1 << 30, NULL,                                \
       "test build: local rank RANK cannot reach local rank 0's socket (as from another network namespace), so the node takes a named segment") \
     X(test_gpus, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                              \
-      "test build: FILE, the device survey sees the GPUs recorded there (tests/mpi/gpus/) instead of asking the driver and NVML")
+      "test build: FILE, the device survey sees the GPUs recorded there (tests/mpi/gpus/) instead of asking the driver and NVML") \
+    X(test_stage, HAR_T_INT, "0", LOCAL, 0, 2, NULL,                                            \
+      "test build: 1 stages host buffers of the collectives har wraps as if they were device memory the MPI cannot take; 2 also flips the first byte of every result copied back")
 #else
 #define HAR_TEST_VAR_LIST(X)
 #endif

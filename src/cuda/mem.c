@@ -1,5 +1,5 @@
-/* Memory kinds, copies, the application's libcuda, the MPI's abilities,
- * staging buffers (mem.h). */
+/* Memory kinds, copies, the application's libcuda, the MPI's abilities
+ * (mem.h). */
 #define _GNU_SOURCE  /* dl_iterate_phdr's dlpi_adds */
 #include <ctype.h>
 #include <dlfcn.h>
@@ -199,7 +199,7 @@ har_status_t har_mem_copy(void *dst, har_mem_kind_t dst_kind, const void *src, h
 
 /* ---- what the MPI can do with device memory ----------------------------- */
 
-static int mpi_p2p = -1, mpi_reduce = -1;
+static int mpi_p2p = -1, mpi_reduce = -1, mpi_nonblocking = -1;
 
 /* The MPI's own answer, looked up at run time: the query functions differ
  * between MPIs and releases, and linking one would tie libhar to it. */
@@ -229,10 +229,14 @@ void har_mem_init(void)
      * capabilities unless the user says otherwise. */
     mpi_p2p = with_override(HAR_CFG(mpi_cuda_p2p).s, detected);
     mpi_reduce = with_override(HAR_CFG(mpi_cuda_reduce).s, detected);
+    /* Even CUDA-aware Open MPI 4.1 crashes on device memory in
+     * MPI_Iallreduce: only the user's word says an MPI can. */
+    mpi_nonblocking = with_override(HAR_CFG(mpi_cuda_nonblocking).s, 0);
 }
 
 int har_mpi_cuda_p2p(void) { return mpi_p2p; }
 int har_mpi_cuda_reduce(void) { return mpi_reduce; }
+int har_mpi_cuda_nonblocking(void) { return mpi_nonblocking; }
 
 /* ---- host memory near a GPU --------------------------------------------- */
 
@@ -293,42 +297,4 @@ void *har_numa_alloc(size_t bytes, int numa)
 void har_numa_free(void *p, size_t bytes)
 {
     if (p) munmap(p, bytes);
-}
-
-/* ---- staging buffers ----------------------------------------------------- */
-
-/* One cached buffer serves the common single-threaded case. A thread that
- * finds it taken gets a private one: waiting for it could deadlock two
- * collectives that ranks enter in different orders. */
-static struct { pthread_mutex_t lock; void *buf; size_t size; } stage = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
-
-void *har_stage_get(size_t bytes)
-{
-    if (bytes == 0) bytes = 1;
-    if (pthread_mutex_trylock(&stage.lock) != 0) return malloc(bytes);
-    if (stage.size < bytes) {
-        free(stage.buf);
-        stage.buf = malloc(bytes);
-        stage.size = stage.buf ? bytes : 0;
-    }
-    if (!stage.buf) {
-        pthread_mutex_unlock(&stage.lock);
-        return NULL;
-    }
-    return stage.buf;
-}
-
-void har_stage_put(void *buf)
-{
-    if (buf == stage.buf) pthread_mutex_unlock(&stage.lock);
-    else free(buf);
-}
-
-void har_mem_finalize(void)
-{
-    pthread_mutex_lock(&stage.lock);
-    free(stage.buf);
-    stage.buf = NULL;
-    stage.size = 0;
-    pthread_mutex_unlock(&stage.lock);
 }

@@ -1,6 +1,6 @@
 /* Memory kind of a buffer, copies between kinds, staging buffers, the CUDA
  * driver as the application loaded it, and what the MPI underneath can do
- * with device memory.
+ * with device memory. (Staging buffers: src/stage/.)
  *
  * har never links the CUDA driver: it binds a libcuda that the application
  * already loaded (RTLD_NOLOAD). A process that never touched CUDA cannot
@@ -41,8 +41,10 @@ HAR_HIDDEN int har_cuda_context_sms(void);
 /* What the MPI underneath can do with device memory, after overrides. */
 HAR_HIDDEN int har_mpi_cuda_p2p(void);
 HAR_HIDDEN int har_mpi_cuda_reduce(void);
+/* Its non-blocking and persistent collectives (HAR_MPI_CUDA_NONBLOCKING:
+ * no MPI's answer covers them, so auto is 0). */
+HAR_HIDDEN int har_mpi_cuda_nonblocking(void);
 HAR_HIDDEN void har_mem_init(void);
-HAR_HIDDEN void har_mem_finalize(void);
 /* The NUMA node of the PCI device at `bus` ("0000:19:00.0"), as the
  * kernel says under `sys` ("/sys", or a recorded tree in tests); -1 if it
  * does not say. Host buffers a GPU copies to and from belong there. */
@@ -55,9 +57,6 @@ HAR_HIDDEN void har_pci_cpus(const char *sys, const char *bus, char *out, size_t
 HAR_HIDDEN void *har_numa_alloc(size_t bytes, int numa);
 HAR_HIDDEN void har_numa_free(void *p, size_t bytes);
 
-/* A host buffer of at least `bytes` for one call; release with har_stage_put. */
-HAR_HIDDEN void *har_stage_get(size_t bytes);
-HAR_HIDDEN void har_stage_put(void *buf);
 
 /* The driver calls the device survey needs, bound from the application's
  * libcuda (NULL members before it is loaded). */

@@ -275,6 +275,11 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--paths") == 0) {
         for (int p = 0; p < HAR_PATH_COUNT; p++) printf("%-13s %s\n", har_path_name(p), har_path_doc(p));
+        /* the counters after the paths: the other collectives har wraps */
+        for (int i = HAR_PATH_COUNT; i < har_counter_count(); i++)
+            printf("%-13s counter: %s\n", har_counter_name(i),
+                   strstr(har_counter_name(i), "_staged") ? "those calls staged through host memory on this rank"
+                                                          : "calls of this collective that reached har");
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "--variables") == 0) {

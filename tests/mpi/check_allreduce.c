@@ -196,7 +196,7 @@ static uint64_t fnv(const void *p, size_t n)
 
 static int world_rank;
 /* har's counters, read by name (har.h): a call took a path when its counter grew. */
-#define MAX_COUNTERS 64
+#define MAX_COUNTERS 256 /* the paths, then two per collective har wraps */
 static unsigned long long before[MAX_COUNTERS];
 static int ncounters, seen_at, mpi_at;
 static int expect_paths[MAX_COUNTERS], nexpect, expect_mpi, any_path;

@@ -1,21 +1,33 @@
 #!/bin/sh
-# libhar exports only MPI_*, mpi_* and har_* (the CUDA runtime and every
+# libhar exports only MPI_*, mpi_* and har_* and the one MPIX_ call it
+# wraps, Open MPI 4.1's MPIX_Allreduce_init (the CUDA runtime and every
 # internal helper stay hidden), links no CUDA library, and carries no test
 # hook.
 . "$top_srcdir/tests/lib.sh"
 so="$top_builddir/.libs/libhar.so"
-nm -D --defined-only "$so" | awk '{print $NF}' | grep -v -E '^(MPI_|mpi_|har_)' > "$tmp/extra"
+nm -D --defined-only "$so" | awk '{print $NF}' | grep -v -E '^(MPI_|mpi_|har_|MPIX_Allreduce_init$)' > "$tmp/extra"
 [ ! -s "$tmp/extra" ]
-tap_result $? "nm -D: only MPI_*, mpi_*, har_* defined" "$tmp/extra"
+tap_result $? "nm -D: only MPI_*, mpi_*, har_* and MPIX_Allreduce_init defined" "$tmp/extra"
 nm -D --defined-only "$so" | grep -q " T MPI_Allreduce$"
 tap_result $? "MPI_Allreduce is exported"
+# The non-blocking, persistent and other collectives, the completion calls,
+# and under Open MPI their Fortran spellings (its own call PMPI_*).
+want="MPI_Iallreduce MPI_Wait MPI_Waitall MPI_Testsome MPI_Request_get_status MPI_Startall MPI_Request_free MPI_Bcast MPI_Ialltoallv"
+case "$MPI_FLAVOUR" in
+openmpi) want="$want MPIX_Allreduce_init mpi_iallreduce_ MPI_WAIT mpi_wait mpi_wait_ mpi_wait__ mpi_testsome_ mpi_startall_" ;;
+*) want="$want MPI_Allreduce_init" ;;
+esac
+nm -D --defined-only "$so" | awk '{print $NF}' > "$tmp/defined"
+for w in $want; do grep -qx "$w" "$tmp/defined" || echo "missing: $w"; done > "$tmp/missing"
+[ ! -s "$tmp/missing" ]
+tap_result $? "the wrapped calls are exported ($(echo $want | wc -w) checked)" "$tmp/missing"
 objdump -p "$so" | grep -E 'NEEDED|SONAME' > "$tmp/deps"
 ! grep -q 'libcuda' "$tmp/deps" && grep -q 'SONAME *libhar.so.1' "$tmp/deps"
 tap_result $? "versioned soname, no link to CUDA libraries" "$tmp/deps"
 # Test hooks live in the test build only: the installed library knows no
 # test variable (their names are fields of the configuration table) and
 # exports no har_test_* symbol.
-hooks='har_engine_fake\|test_corrupt\|test_ipc_fail\|test_nccl_fail\|test_cuda_at\|test_kill\|test_no_socket\|test_gpus\|har_gpu_recorded'
+hooks='har_engine_fake\|test_corrupt\|test_ipc_fail\|test_nccl_fail\|test_cuda_at\|test_kill\|test_no_socket\|test_gpus\|test_stage\|har_gpu_recorded'
 { strings "$so" | grep "$hooks"; nm -D --defined-only "$so" | grep ' har_test_'; } > "$tmp/hooks"
 [ ! -s "$tmp/hooks" ]
 tap_result $? "the installed libhar carries no test hook" "$tmp/hooks"

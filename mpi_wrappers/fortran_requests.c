@@ -1,0 +1,274 @@
+/* Open MPI's Fortran spellings (mpif.h and `use mpi`) of MPI_IALLREDUCE
+ * and of the calls that complete, start and free requests. Open MPI's own
+ * Fortran bindings call PMPI_* directly, so without these a Fortran
+ * program's MPI_WAIT would never pass through har and a staged request's
+ * results would never reach the device. Each converts the Fortran handles
+ * (MPI_*_f2c, MPI_*_c2f) and Open MPI's Fortran sentinels, then calls the
+ * same internal as the C entry point. Open MPI names each of its Fortran
+ * calls four ways (MPI_WAIT, mpi_wait, mpi_wait_, mpi_wait__): so does har.
+ * The mpi_f08 module calls Open MPI's internals by other names and is not
+ * covered. MPICH's Fortran bindings call the C MPI_* functions: nothing is
+ * needed there. */
+#include "collectives.h" /* mpi.h: OPEN_MPI */
+#ifdef OPEN_MPI
+#include <dlfcn.h>
+#include <stdlib.h>
+#include "stage/requests.h"
+
+#define HAR_EXPORT __attribute__((visibility("default")))
+#define SPELLING(fn, name) extern __typeof__(fn) name __attribute__((alias(#fn), visibility("default")));
+#define SPELLINGS(fn, UPPER, lower) SPELLING(fn, UPPER) SPELLING(fn, lower) SPELLING(fn, lower##_) SPELLING(fn, lower##__)
+
+/* The address of one of Open MPI's Fortran sentinels (MPI_IN_PLACE,
+ * MPI_STATUS_IGNORE... are common blocks whose addresses the C side
+ * compares against), under whichever name its build mangled it to. */
+static void *sentinel(const char *const names[4], void **cache)
+{
+    void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+    for (int i = 0; !p && i < 4; i++) p = dlsym(RTLD_DEFAULT, names[i]);
+    if (!p) p = (void *)-1;  /* not found: compares unequal to every buffer */
+    __atomic_store_n(cache, p, __ATOMIC_RELEASE);
+    return p;
+}
+#define SENTINEL(lower, UPPER)                                                                 \
+    static void *lower(void)                                                                   \
+    {                                                                                          \
+        static void *cache;                                                                    \
+        static const char *const names[4] = {#lower "_", #lower, #lower "__", #UPPER};         \
+        return sentinel(names, &cache);                                                        \
+    }
+SENTINEL(mpi_fortran_in_place, MPI_FORTRAN_IN_PLACE)
+SENTINEL(mpi_fortran_bottom, MPI_FORTRAN_BOTTOM)
+SENTINEL(mpi_fortran_status_ignore, MPI_FORTRAN_STATUS_IGNORE)
+SENTINEL(mpi_fortran_statuses_ignore, MPI_FORTRAN_STATUSES_IGNORE)
+
+static void *c_buffer(void *p)
+{
+    if (p == mpi_fortran_in_place()) return MPI_IN_PLACE;
+    if (p == mpi_fortran_bottom()) return MPI_BOTTOM;
+    return p;
+}
+
+static void set_ierr(MPI_Fint *ierr, int rc)
+{
+    if (ierr) *ierr = (MPI_Fint)rc;
+}
+
+/* A status back to Fortran, unless the caller passed MPI_STATUS_IGNORE. */
+static void status_out(const MPI_Status *c, MPI_Fint *f)
+{
+    if ((void *)f != mpi_fortran_status_ignore()) PMPI_Status_c2f(c, f);
+}
+
+/* An array of C handles for an array of Fortran requests (on the stack
+ * when short), and statuses beside it. */
+#define SHORT 16
+typedef struct {
+    MPI_Request stack[SHORT], *req;
+    MPI_Status st_stack[SHORT], *st;
+} reqs_t;
+
+static int reqs_in(reqs_t *r, int n, const MPI_Fint *f)
+{
+    r->req = r->stack;
+    r->st = r->st_stack;
+    if (n > SHORT) {
+        r->req = malloc((size_t)n * sizeof *r->req);
+        r->st = malloc((size_t)n * sizeof *r->st);
+    }
+    if (!r->req || !r->st) return 0;
+    for (int i = 0; i < n; i++) r->req[i] = PMPI_Request_f2c(f[i]);
+    return 1;
+}
+
+static void reqs_out(reqs_t *r, int n, MPI_Fint *f)
+{
+    for (int i = 0; i < n; i++) f[i] = PMPI_Request_c2f(r->req[i]);
+    if (r->req != r->stack) free(r->req);
+    if (r->st != r->st_stack) free(r->st);
+}
+
+/* What Open MPI's own bindings do without memory for the arrays. */
+static int no_memory(MPI_Fint *ierr)
+{
+    int rc = PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_NO_MEM);
+    set_ierr(ierr, MPI_ERR_NO_MEM);
+    return rc;
+}
+
+/* statuses[k] for k < n back to Fortran (each MPI_STATUS_SIZE integers). */
+static void statuses_out(const MPI_Status *c, MPI_Fint *f, int n)
+{
+    if ((void *)f == mpi_fortran_statuses_ignore()) return;
+    for (int k = 0; k < n; k++) PMPI_Status_c2f(&c[k], f + k * (int)(sizeof(MPI_Status) / sizeof(int)));
+}
+
+static void f_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op,
+                         MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Request req;
+    int rc = har_iallreduce(c_buffer(sendbuf), c_buffer(recvbuf), (int)*count, PMPI_Type_f2c(*datatype),
+                            PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm), &req);
+    set_ierr(ierr, rc);
+    if (rc == MPI_SUCCESS) *request = PMPI_Request_c2f(req);
+}
+SPELLINGS(f_iallreduce, MPI_IALLREDUCE, mpi_iallreduce)
+
+static void f_wait(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr)
+{
+    MPI_Request req = PMPI_Request_f2c(*request);
+    MPI_Status st;
+    int rc = har_wait(&req, &st);
+    set_ierr(ierr, rc);
+    if (rc != MPI_SUCCESS) return;
+    *request = PMPI_Request_c2f(req);
+    status_out(&st, status);
+}
+SPELLINGS(f_wait, MPI_WAIT, mpi_wait)
+
+static void f_test(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
+{
+    MPI_Request req = PMPI_Request_f2c(*request);
+    MPI_Status st;
+    int done = 0, rc = har_test(&req, &done, &st);
+    set_ierr(ierr, rc);
+    *flag = done != 0;
+    if (rc != MPI_SUCCESS || !done) return;
+    *request = PMPI_Request_c2f(req);
+    status_out(&st, status);
+}
+SPELLINGS(f_test, MPI_TEST, mpi_test)
+
+static void f_waitall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *statuses, MPI_Fint *ierr)
+{
+    reqs_t r;
+    int n = (int)*count;
+    if (!reqs_in(&r, n, requests)) return (void)no_memory(ierr);
+    int rc = har_waitall(n, r.req, r.st);
+    set_ierr(ierr, rc);
+    reqs_out(&r, rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS ? n : 0, requests);
+    if (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) statuses_out(r.st, statuses, n);
+}
+SPELLINGS(f_waitall, MPI_WAITALL, mpi_waitall)
+
+static void f_testall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *flag, MPI_Fint *statuses, MPI_Fint *ierr)
+{
+    reqs_t r;
+    int n = (int)*count, done = 0;
+    if (!reqs_in(&r, n, requests)) return (void)no_memory(ierr);
+    int rc = har_testall(n, r.req, &done, r.st);
+    set_ierr(ierr, rc);
+    *flag = done != 0;
+    reqs_out(&r, rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS ? n : 0, requests);
+    if ((rc == MPI_SUCCESS && done) || rc == MPI_ERR_IN_STATUS) statuses_out(r.st, statuses, n);
+}
+SPELLINGS(f_testall, MPI_TESTALL, mpi_testall)
+
+/* Fortran counts from 1: a completed request's index is one more. */
+static void f_waitany(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_Fint *status, MPI_Fint *ierr)
+{
+    reqs_t r;
+    int n = (int)*count, i = MPI_UNDEFINED;
+    if (!reqs_in(&r, n, requests)) return (void)no_memory(ierr);
+    int rc = har_waitany(n, r.req, &i, r.st);
+    set_ierr(ierr, rc);
+    reqs_out(&r, rc == MPI_SUCCESS ? n : 0, requests);
+    if (rc != MPI_SUCCESS) return;
+    *index = i == MPI_UNDEFINED ? MPI_UNDEFINED : i + 1;
+    status_out(&r.st[0], status);
+}
+SPELLINGS(f_waitany, MPI_WAITANY, mpi_waitany)
+
+static void f_testany(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_Fint *flag, MPI_Fint *status,
+                      MPI_Fint *ierr)
+{
+    reqs_t r;
+    int n = (int)*count, i = MPI_UNDEFINED, done = 0;
+    if (!reqs_in(&r, n, requests)) return (void)no_memory(ierr);
+    int rc = har_testany(n, r.req, &i, &done, r.st);
+    set_ierr(ierr, rc);
+    *flag = done != 0;
+    reqs_out(&r, rc == MPI_SUCCESS ? n : 0, requests);
+    if (rc != MPI_SUCCESS) return;
+    *index = i == MPI_UNDEFINED ? MPI_UNDEFINED : i + 1;
+    status_out(&r.st[0], status);
+}
+SPELLINGS(f_testany, MPI_TESTANY, mpi_testany)
+
+static void some(int wait, MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, MPI_Fint *indices,
+                 MPI_Fint *statuses, MPI_Fint *ierr)
+{
+    reqs_t r;
+    int n = (int)*incount, out = MPI_UNDEFINED;
+    if (!reqs_in(&r, n, requests)) return (void)no_memory(ierr);
+    int idx_stack[SHORT], *idx = n <= SHORT ? idx_stack : malloc((size_t)n * sizeof *idx);
+    if (!idx) {
+        reqs_out(&r, 0, requests);
+        return (void)no_memory(ierr);
+    }
+    int rc = wait ? har_waitsome(n, r.req, &out, idx, r.st) : har_testsome(n, r.req, &out, idx, r.st);
+    set_ierr(ierr, rc);
+    int ok = rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS;
+    reqs_out(&r, ok ? n : 0, requests);
+    if (ok) {
+        *outcount = out;
+        for (int k = 0; out != MPI_UNDEFINED && k < out; k++) indices[k] = idx[k] + 1;
+        statuses_out(r.st, statuses, out == MPI_UNDEFINED ? 0 : out);
+    }
+    if (n > SHORT) free(idx);
+}
+
+static void f_waitsome(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, MPI_Fint *indices,
+                       MPI_Fint *statuses, MPI_Fint *ierr)
+{
+    some(1, incount, requests, outcount, indices, statuses, ierr);
+}
+SPELLINGS(f_waitsome, MPI_WAITSOME, mpi_waitsome)
+
+static void f_testsome(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, MPI_Fint *indices,
+                       MPI_Fint *statuses, MPI_Fint *ierr)
+{
+    some(0, incount, requests, outcount, indices, statuses, ierr);
+}
+SPELLINGS(f_testsome, MPI_TESTSOME, mpi_testsome)
+
+static void f_request_get_status(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
+{
+    MPI_Status st;
+    int done = 0, rc = har_request_get_status(PMPI_Request_f2c(*request), &done, &st);
+    set_ierr(ierr, rc);
+    *flag = done != 0;
+    if (rc == MPI_SUCCESS && done) status_out(&st, status);
+}
+SPELLINGS(f_request_get_status, MPI_REQUEST_GET_STATUS, mpi_request_get_status)
+
+static void f_request_free(MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Request req = PMPI_Request_f2c(*request);
+    int rc = har_request_free(&req);
+    set_ierr(ierr, rc);
+    if (rc == MPI_SUCCESS) *request = PMPI_Request_c2f(MPI_REQUEST_NULL);
+}
+SPELLINGS(f_request_free, MPI_REQUEST_FREE, mpi_request_free)
+
+static void f_start(MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Request req = PMPI_Request_f2c(*request);
+    int rc = har_start(&req);
+    set_ierr(ierr, rc);
+    if (rc == MPI_SUCCESS) *request = PMPI_Request_c2f(req);  /* a start may hand back another handle */
+}
+SPELLINGS(f_start, MPI_START, mpi_start)
+
+static void f_startall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *ierr)
+{
+    reqs_t r;
+    int n = (int)*count;
+    if (!reqs_in(&r, n, requests)) return (void)no_memory(ierr);
+    int rc = har_startall(n, r.req);
+    set_ierr(ierr, rc);
+    reqs_out(&r, n, requests);
+}
+SPELLINGS(f_startall, MPI_STARTALL, mpi_startall)
+
+#endif

@@ -1,0 +1,271 @@
+/* The collectives other than MPI_Allreduce, and MPI_Allreduce's
+ * non-blocking and persistent forms (collectives.h): counted, and staged
+ * through host memory where a buffer is device memory the MPI cannot take.
+ *
+ * Host buffers go to the MPI untouched after one memory-kind query per
+ * buffer (in a process without CUDA, one look at whether it loaded it). Which buffers matter on
+ * which rank, MPI_IN_PLACE and the spans are the plans' (src/stage/), and
+ * a call whose arguments a plan does not judge goes to the MPI untouched,
+ * which reports them as it always does. */
+#include "collectives.h"
+#include "core/log.h"
+#include "cuda/mem.h"
+#include "stage/requests.h"
+
+/* What the MPI must do with device memory for the call to reach it as is. */
+enum { NEED_P2P, NEED_REDUCE };
+
+/* Counts the call and says whether it is to be staged: a buffer is device
+ * (or managed) memory and the MPI cannot take it in this call (a
+ * non-blocking or persistent one: HAR_MPI_CUDA_NONBLOCKING). */
+static int ask(har_coll_t coll, int need, int nonblocking, har_stage_ask_t *a, const void *p0, const void *p1,
+               MPI_Comm comm)
+{
+    int dev;
+    har_count_coll(coll, 0);
+    a->kind[HAR_SEND] = a->kind[HAR_RECV] = HAR_MEM_HOST;
+    /* Once per call whether the process has loaded CUDA at all (without
+     * it nothing is device memory), then one driver query per buffer
+     * (none for NULL and MPI_IN_PLACE). */
+    if (har_cuda_loaded()) {
+        a->kind[HAR_SEND] = har_mem_kind(p0, &dev);
+        a->kind[HAR_RECV] = har_mem_kind(p1, &dev);
+    }
+    a->copy_in = 1;
+    a->comm = comm;
+    int device = a->kind[HAR_SEND] != HAR_MEM_HOST || a->kind[HAR_RECV] != HAR_MEM_HOST;
+#ifdef HAR_TEST_HOOKS
+    if (har_entry_ready() && har_test_stage()) return 1;  /* the configuration is read at set-up */
+#endif
+    if (!device || !har_entry_ready()) return 0;
+    if (nonblocking) return !har_mpi_cuda_nonblocking();
+    return !(need == NEED_REDUCE ? har_mpi_cuda_reduce() : har_mpi_cuda_p2p());
+}
+
+/* The shape of every function below: ask, plan, then the MPI's call,
+ * untouched or on the staged buffers; a staged blocking call copies back
+ * at once, a staged request when it completes. */
+#define PLAN(coll, need, nb, p0, p1, plan)                                                                    \
+    har_stage_t s;                                                                                           \
+    har_stage_ask_t a;                                                                                       \
+    void *slot = NULL;                                                                                       \
+    int how = ask(coll, need, nb, &a, p0, p1, comm) ? (plan) : HAR_STAGE_UNTOUCHED;                           \
+    if (how == HAR_STAGE_STAGED && req && !(how = reserve(&s, &slot))) how = HAR_STAGE_FAILED;               \
+    if (how == HAR_STAGE_STAGED) har_count_coll(coll, 1);                                                    \
+    if (how == HAR_STAGE_FAILED) return har_stage_error(&s)
+#define S(i, p) har_staged(&s, i, p)
+#define DONE(rc) (req ? har_request_post(slot, &s, rc, req, 0) : har_stage_finish(&s, rc))
+
+/* A staged request's place in the table, before the MPI is called:
+ * HAR_STAGE_STAGED, or 0 (no memory: the copies go back). */
+static int reserve(har_stage_t *s, void **slot)
+{
+    if ((*slot = har_request_reserve())) return HAR_STAGE_STAGED;
+    har_log(HAR_LOG_ERROR, "no memory for a staged request");
+    har_stage_release(s);
+    s->err = MPI_ERR_NO_MEM;
+    return 0;
+}
+/* The blocking form's counter, or the one after it (its non-blocking form). */
+#define FORM(coll) ((har_coll_t)(HAR_COLL_##coll + (req != NULL)))
+
+int har_iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                   MPI_Request *req)
+{
+    PLAN(HAR_COLL_IALLREDUCE, NEED_REDUCE, 1, sbuf, rbuf, har_plan_allreduce(&s, &a, sbuf, rbuf, count, type));
+    if (how == HAR_STAGE_UNTOUCHED) return PMPI_Iallreduce(sbuf, rbuf, count, type, op, comm, req);
+    return har_request_post(slot, &s,
+                            PMPI_Iallreduce(S(HAR_SEND, sbuf), S(HAR_RECV, rbuf), count, type, op, comm, req), req,
+                            0);
+}
+
+#ifdef HAR_HAVE_ALLREDUCE_INIT
+#if MPI_VERSION >= 4
+#define ALLREDUCE_INIT PMPI_Allreduce_init
+#else
+#define ALLREDUCE_INIT PMPIX_Allreduce_init
+#endif
+int har_allreduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                       MPI_Info info, MPI_Request *req)
+{
+    /* The host copies are made now and kept until the request is freed;
+     * the input is copied in at each start. */
+    har_stage_t s;
+    har_stage_ask_t a;
+    void *slot = NULL;
+    int how = HAR_STAGE_UNTOUCHED;
+    if (ask(HAR_COLL_ALLREDUCE_INIT, NEED_REDUCE, 1, &a, sbuf, rbuf, comm)) {
+        a.copy_in = 0;
+        how = har_plan_allreduce(&s, &a, sbuf, rbuf, count, type);
+    }
+    if (how == HAR_STAGE_STAGED && !reserve(&s, &slot)) how = HAR_STAGE_FAILED;
+    if (how == HAR_STAGE_UNTOUCHED) return ALLREDUCE_INIT(sbuf, rbuf, count, type, op, comm, info, req);
+    if (how == HAR_STAGE_FAILED) return har_stage_error(&s);
+    har_count_coll(HAR_COLL_ALLREDUCE_INIT, 1);
+    return har_request_post(
+        slot, &s, ALLREDUCE_INIT(S(HAR_SEND, sbuf), S(HAR_RECV, rbuf), count, type, op, comm, info, req), req, 1);
+}
+#endif
+
+int har_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *req)
+{
+    PLAN(FORM(BCAST), NEED_P2P, req != NULL, buf, NULL, har_plan_bcast(&s, &a, buf, count, type, root));
+    if (how == HAR_STAGE_UNTOUCHED)
+        return req ? PMPI_Ibcast(buf, count, type, root, comm, req) : PMPI_Bcast(buf, count, type, root, comm);
+    void *b = S(HAR_SEND, buf);
+    return DONE(req ? PMPI_Ibcast(b, count, type, root, comm, req) : PMPI_Bcast(b, count, type, root, comm));
+}
+
+int har_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+               MPI_Request *req)
+{
+    PLAN(FORM(REDUCE), NEED_REDUCE, req != NULL, sbuf, rbuf,
+         har_plan_reduce(&s, &a, sbuf, rbuf, count, type, root));
+    if (how == HAR_STAGE_STAGED) {
+        sbuf = S(HAR_SEND, sbuf);
+        rbuf = S(HAR_RECV, rbuf);
+    }
+    int rc = req ? PMPI_Ireduce(sbuf, rbuf, count, type, op, root, comm, req)
+                 : PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm);
+    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+}
+
+int har_allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+                  MPI_Comm comm, MPI_Request *req)
+{
+    PLAN(FORM(ALLGATHER), NEED_P2P, req != NULL, sbuf, rbuf,
+         har_plan_allgather(&s, &a, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype));
+    if (how == HAR_STAGE_STAGED) {
+        sbuf = S(HAR_SEND, sbuf);
+        rbuf = S(HAR_RECV, rbuf);
+    }
+    int rc = req ? PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req)
+                 : PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+}
+
+int har_allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
+                   const int displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    PLAN(FORM(ALLGATHERV), NEED_P2P, req != NULL, sbuf, rbuf,
+         har_plan_allgather(&s, &a, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype));
+    if (how == HAR_STAGE_STAGED) {
+        sbuf = S(HAR_SEND, sbuf);
+        rbuf = S(HAR_RECV, rbuf);
+    }
+    int rc = req ? PMPI_Iallgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, req)
+                 : PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm);
+    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+}
+
+int har_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                             MPI_Request *req)
+{
+    PLAN(FORM(REDUCE_SCATTER_BLOCK), NEED_REDUCE, req != NULL, sbuf, rbuf,
+         har_plan_reduce_scatter(&s, &a, sbuf, rbuf, rcount, NULL, type));
+    if (how == HAR_STAGE_STAGED) {
+        sbuf = S(HAR_SEND, sbuf);
+        rbuf = S(HAR_RECV, rbuf);
+    }
+    int rc = req ? PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, type, op, comm, req)
+                 : PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, type, op, comm);
+    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+}
+
+int har_reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype type, MPI_Op op,
+                       MPI_Comm comm, MPI_Request *req)
+{
+    PLAN(FORM(REDUCE_SCATTER), NEED_REDUCE, req != NULL, sbuf, rbuf,
+         har_plan_reduce_scatter(&s, &a, sbuf, rbuf, 0, rcounts, type));
+    if (how == HAR_STAGE_STAGED) {
+        sbuf = S(HAR_SEND, sbuf);
+        rbuf = S(HAR_RECV, rbuf);
+    }
+    int rc = req ? PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, type, op, comm, req)
+                 : PMPI_Reduce_scatter(sbuf, rbuf, rcounts, type, op, comm);
+    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+}
+
+int har_gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+               int root, MPI_Comm comm, MPI_Request *req)
+{
+    PLAN(FORM(GATHER), NEED_P2P, req != NULL, sbuf, rbuf,
+         har_plan_gather(&s, &a, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype, root));
+    if (how == HAR_STAGE_STAGED) {
+        sbuf = S(HAR_SEND, sbuf);
+        rbuf = S(HAR_RECV, rbuf);
+    }
+    int rc = req ? PMPI_Igather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req)
+                 : PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+}
+
+int har_gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
+                const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+{
+    PLAN(FORM(GATHERV), NEED_P2P, req != NULL, sbuf, rbuf,
+         har_plan_gather(&s, &a, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype, root));
+    if (how == HAR_STAGE_STAGED) {
+        sbuf = S(HAR_SEND, sbuf);
+        rbuf = S(HAR_RECV, rbuf);
+    }
+    int rc = req ? PMPI_Igatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, req)
+                 : PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm);
+    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+}
+
+int har_scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+                int root, MPI_Comm comm, MPI_Request *req)
+{
+    PLAN(FORM(SCATTER), NEED_P2P, req != NULL, sbuf, rbuf,
+         har_plan_scatter(&s, &a, sbuf, scount, NULL, NULL, stype, rbuf, rcount, rtype, root));
+    if (how == HAR_STAGE_STAGED) {
+        sbuf = S(HAR_SEND, sbuf);
+        rbuf = S(HAR_RECV, rbuf);
+    }
+    int rc = req ? PMPI_Iscatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req)
+                 : PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+}
+
+int har_scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype, void *rbuf,
+                 int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+{
+    PLAN(FORM(SCATTERV), NEED_P2P, req != NULL, sbuf, rbuf,
+         har_plan_scatter(&s, &a, sbuf, 0, scounts, displs, stype, rbuf, rcount, rtype, root));
+    if (how == HAR_STAGE_STAGED) {
+        sbuf = S(HAR_SEND, sbuf);
+        rbuf = S(HAR_RECV, rbuf);
+    }
+    int rc = req ? PMPI_Iscatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, req)
+                 : PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm);
+    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+}
+
+int har_alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+                 MPI_Comm comm, MPI_Request *req)
+{
+    PLAN(FORM(ALLTOALL), NEED_P2P, req != NULL, sbuf, rbuf,
+         har_plan_alltoall(&s, &a, sbuf, scount, NULL, NULL, stype, rbuf, rcount, NULL, NULL, rtype));
+    if (how == HAR_STAGE_STAGED) {
+        sbuf = S(HAR_SEND, sbuf);
+        rbuf = S(HAR_RECV, rbuf);
+    }
+    int rc = req ? PMPI_Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, req)
+                 : PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+}
+
+int har_alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype, void *rbuf,
+                  const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    PLAN(FORM(ALLTOALLV), NEED_P2P, req != NULL, sbuf, rbuf,
+         har_plan_alltoall(&s, &a, sbuf, 0, scounts, sdispls, stype, rbuf, 0, rcounts, rdispls, rtype));
+    if (how == HAR_STAGE_STAGED) {
+        sbuf = S(HAR_SEND, sbuf);
+        rbuf = S(HAR_RECV, rbuf);
+    }
+    int rc = req ? PMPI_Ialltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, req)
+                 : PMPI_Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm);
+    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+}

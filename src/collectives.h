@@ -1,0 +1,76 @@
+/* What the entry points of mpi_wrappers/requests.c and collectives.c call:
+ * the collectives other than MPI_Allreduce, and MPI_Allreduce's
+ * non-blocking and persistent forms. Each goes to the MPI untouched unless
+ * one of its buffers is device memory that the MPI cannot take in that
+ * call (har_mpi_cuda_p2p/reduce/nonblocking); then its buffers are staged
+ * through host memory (src/stage/). Each is counted (its name) and, when
+ * staged on this rank, counted again (name_staged). */
+#ifndef HAR_COLLECTIVES_H
+#define HAR_COLLECTIVES_H
+
+#include "core/common.h"
+#ifdef OPEN_MPI
+#include <mpi-ext.h> /* OMPI_HAVE_MPI_EXT_PCOLLREQ: MPIX_Allreduce_init */
+#endif
+
+/* The counted calls, in the counters' order after the paths: X(id, name). */
+#define HAR_COLL_LIST(X)                                                                        \
+    X(IALLREDUCE, iallreduce) X(ALLREDUCE_INIT, allreduce_init)                                  \
+    X(BCAST, bcast) X(IBCAST, ibcast) X(REDUCE, reduce) X(IREDUCE, ireduce)                      \
+    X(ALLGATHER, allgather) X(IALLGATHER, iallgather) X(ALLGATHERV, allgatherv)                  \
+    X(IALLGATHERV, iallgatherv) X(REDUCE_SCATTER_BLOCK, reduce_scatter_block)                    \
+    X(IREDUCE_SCATTER_BLOCK, ireduce_scatter_block) X(REDUCE_SCATTER, reduce_scatter)            \
+    X(IREDUCE_SCATTER, ireduce_scatter) X(GATHER, gather) X(IGATHER, igather)                    \
+    X(GATHERV, gatherv) X(IGATHERV, igatherv) X(SCATTER, scatter) X(ISCATTER, iscatter)          \
+    X(SCATTERV, scatterv) X(ISCATTERV, iscatterv) X(ALLTOALL, alltoall) X(IALLTOALL, ialltoall)  \
+    X(ALLTOALLV, alltoallv) X(IALLTOALLV, ialltoallv)
+
+typedef enum {
+#define HAR_COLL_ENUM(id, name) HAR_COLL_##id,
+    HAR_COLL_LIST(HAR_COLL_ENUM)
+#undef HAR_COLL_ENUM
+    HAR_COLL_COUNT
+} har_coll_t;
+
+/* entry.c: counts a call (staged: its name_staged counter), and makes sure
+ * har is set up (0: MPI is not initialised, or finalised). */
+HAR_HIDDEN void har_count_coll(har_coll_t coll, int staged);
+HAR_HIDDEN int har_entry_ready(void);
+
+HAR_HIDDEN int har_iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                              MPI_Request *req);
+/* MPI_Allreduce_init (MPI 4) or MPIX_Allreduce_init (Open MPI 4.1's pcollreq
+ * extension), whichever this MPI has; absent where it has neither. */
+#if MPI_VERSION >= 4 || defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#define HAR_HAVE_ALLREDUCE_INIT 1
+HAR_HIDDEN int har_allreduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
+                                  MPI_Comm comm, MPI_Info info, MPI_Request *req);
+#endif
+
+/* Blocking (req NULL) and non-blocking forms in one function each. */
+HAR_HIDDEN int har_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *req);
+HAR_HIDDEN int har_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root,
+                          MPI_Comm comm, MPI_Request *req);
+HAR_HIDDEN int har_allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                             MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req);
+HAR_HIDDEN int har_allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
+                              const int displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req);
+HAR_HIDDEN int har_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype type, MPI_Op op,
+                                        MPI_Comm comm, MPI_Request *req);
+HAR_HIDDEN int har_reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype type, MPI_Op op,
+                                  MPI_Comm comm, MPI_Request *req);
+HAR_HIDDEN int har_gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                          MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req);
+HAR_HIDDEN int har_gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
+                           const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req);
+HAR_HIDDEN int har_scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                           MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req);
+HAR_HIDDEN int har_scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype, void *rbuf,
+                            int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req);
+HAR_HIDDEN int har_alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                            MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req);
+HAR_HIDDEN int har_alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype,
+                             void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm,
+                             MPI_Request *req);
+
+#endif

@@ -1,0 +1,391 @@
+/* The table of staged requests and the completion calls that finish them
+ * (requests.h). */
+#include <pthread.h>
+#include <stdlib.h>
+#include "core/log.h"
+#include "stage/requests.h"
+
+/* ACTIVE: the MPI works on the host copies. DONE: the results are back on
+ * the device (MPI_Request_get_status saw it complete) but the application
+ * has not completed the request yet. INACTIVE: a persistent request
+ * between a completion and the next start. */
+enum { ACTIVE, DONE, INACTIVE };
+
+typedef struct entry {
+    MPI_Request req;
+    har_stage_t stage;
+    int persistent, state;
+    int busy;  /* a completion call holds it: a lookup skips it (its handle may be a new request's) */
+    struct entry *next;
+} entry_t;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static entry_t *head;
+int har_staged_live;
+
+void *har_request_reserve(void) { return calloc(1, sizeof(entry_t)); }
+
+int har_request_post(void *slot, har_stage_t *s, int rc, MPI_Request *req, int persistent)
+{
+    entry_t *e = slot;
+    if (rc != MPI_SUCCESS) {
+        free(e);
+        har_stage_release(s);
+        return rc;
+    }
+    e->req = *req;
+    e->stage = *s;
+    e->persistent = persistent;
+    e->state = persistent ? INACTIVE : ACTIVE;
+    pthread_mutex_lock(&lock);
+    e->next = head;
+    head = e;
+    __atomic_store_n(&har_staged_live, har_staged_live + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* The entries of reqs[0..n-1], claimed (NULL where a request is not
+ * staged); how many were found. */
+static int claim(int n, const MPI_Request reqs[], entry_t *found[])
+{
+    int k = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n; i++) {
+        found[i] = NULL;
+        if (reqs[i] == MPI_REQUEST_NULL) continue;
+        for (entry_t *e = head; e; e = e->next)
+            if (!e->busy && e->req == reqs[i]) {
+                e->busy = 1;
+                found[i] = e;
+                k++;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&lock);
+    return k;
+}
+
+static void unclaim(entry_t *e)
+{
+    if (!e) return;
+    pthread_mutex_lock(&lock);
+    e->busy = 0;
+    pthread_mutex_unlock(&lock);
+}
+
+static void drop(entry_t *e)
+{
+    pthread_mutex_lock(&lock);
+    for (entry_t **p = &head; *p; p = &(*p)->next)
+        if (*p == e) {
+            *p = e->next;
+            break;
+        }
+    __atomic_store_n(&har_staged_live, har_staged_live - 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&lock);
+    free(e);
+}
+
+/* The MPI completed e's operation (ok: without error): its results go
+ * back to the device, and the request leaves the table, or, persistent,
+ * waits for its next start. MPI_SUCCESS or the failed copy's code (through
+ * the communicator's handler). */
+static int finish(entry_t *e, int ok)
+{
+    int rc = MPI_SUCCESS;
+    if (ok && e->state == ACTIVE && har_stage_out(&e->stage) != HAR_OK) rc = har_stage_error(&e->stage);
+    if (e->persistent) {
+        e->state = INACTIVE;
+        unclaim(e);
+    } else {
+        har_stage_release(&e->stage);
+        drop(e);
+    }
+    return rc;
+}
+
+/* After a completion call that failed as a whole: a request the MPI freed
+ * (its handle is null now) completed with an error; the others are as
+ * they were. */
+static void settle_failed(entry_t *e, MPI_Request now)
+{
+    if (!e) return;
+    if (now == MPI_REQUEST_NULL) finish(e, 0);
+    else unclaim(e);
+}
+
+/* Room for the entries of an array of requests, and for statuses where the
+ * caller gave none but har must read their errors: on the stack for short
+ * arrays. 0 when there is nothing to look up (or no memory for a long
+ * array: the MPI then completes the requests without har, as if none were
+ * staged). */
+#define SHORT 16
+typedef struct {
+    entry_t *stack[SHORT], **e;
+    MPI_Status st_stack[SHORT], *own, *st;
+} room_t;
+
+static int room(room_t *r, int n, int statuses, MPI_Status *given)
+{
+    r->e = NULL;
+    r->own = NULL;
+    r->st = given;
+    if (n <= 0) return 0;
+    r->e = n <= SHORT ? r->stack : malloc((size_t)n * sizeof *r->e);
+    if (statuses && given == MPI_STATUSES_IGNORE)
+        r->st = r->own = n <= SHORT ? r->st_stack : malloc((size_t)n * sizeof *r->own);
+    return r->e && (!statuses || r->st);
+}
+
+static void unroom(room_t *r)
+{
+    if (r->e != r->stack) free(r->e);
+    if (r->own != r->st_stack) free(r->own);
+}
+
+/* Room (statuses: for them too) and the claimed entries of reqs; 0: none
+ * of them is staged. */
+static int claim_all(room_t *r, int n, const MPI_Request reqs[], int statuses, MPI_Status *given)
+{
+    if (room(r, n, statuses, given) && claim(n, reqs, r->e)) return 1;
+    unroom(r);
+    return 0;
+}
+
+/* A copy that failed on completion is the call's error. */
+static int keep_first(int rc, int copy_rc) { return rc == MPI_SUCCESS ? copy_rc : rc; }
+
+int har_staged_wait(MPI_Request *req, MPI_Status *status)
+{
+    entry_t *e;
+    if (!claim(1, req, &e)) return PMPI_Wait(req, status);
+    int rc = PMPI_Wait(req, status);
+    if (rc == MPI_SUCCESS) return finish(e, 1);
+    settle_failed(e, *req);
+    return rc;
+}
+
+int har_staged_test(MPI_Request *req, int *flag, MPI_Status *status)
+{
+    entry_t *e;
+    if (!claim(1, req, &e)) return PMPI_Test(req, flag, status);
+    *flag = 0;
+    int rc = PMPI_Test(req, flag, status);
+    if (rc == MPI_SUCCESS && *flag) return finish(e, 1);
+    if (rc == MPI_SUCCESS) unclaim(e);
+    else settle_failed(e, *req);
+    return rc;
+}
+
+/* After Waitall or Testall returned rc, with every request complete (all)
+ * or none, or with each one's error in its status. */
+static int settle_all(int n, MPI_Request reqs[], entry_t *e[], MPI_Status st[], int rc, int all)
+{
+    int copy_rc = MPI_SUCCESS;
+    for (int i = 0; i < n; i++) {
+        if (!e[i]) continue;
+        if (rc == MPI_ERR_IN_STATUS) {
+            int err = st[i].MPI_ERROR;
+            if (err == MPI_ERR_PENDING) unclaim(e[i]);
+            else copy_rc = keep_first(copy_rc, finish(e[i], err == MPI_SUCCESS));
+        } else if (rc != MPI_SUCCESS) {
+            settle_failed(e[i], reqs[i]);
+        } else if (all) {
+            copy_rc = keep_first(copy_rc, finish(e[i], 1));
+        } else {
+            unclaim(e[i]);
+        }
+    }
+    return keep_first(rc, copy_rc);
+}
+
+int har_staged_waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
+{
+    room_t r;
+    if (!claim_all(&r, n, reqs, 1, statuses)) return PMPI_Waitall(n, reqs, statuses);
+    int rc = settle_all(n, reqs, r.e, r.st, PMPI_Waitall(n, reqs, r.st), 1);
+    unroom(&r);
+    return rc;
+}
+
+int har_staged_testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[])
+{
+    room_t r;
+    if (!claim_all(&r, n, reqs, 1, statuses)) return PMPI_Testall(n, reqs, flag, statuses);
+    *flag = 0;
+    int rc = PMPI_Testall(n, reqs, flag, r.st);
+    rc = settle_all(n, reqs, r.e, r.st, rc, *flag);
+    unroom(&r);
+    return rc;
+}
+
+/* After Waitany or Testany: request `index` completed (ok: without error)
+ * if `completed`; the others are as they were. */
+static int settle_any(int n, entry_t *e[], int index, int completed, int ok)
+{
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < n; i++) {
+        if (!e[i]) continue;
+        if (completed && i == index) rc = finish(e[i], ok);
+        else unclaim(e[i]);
+    }
+    return rc;
+}
+
+int har_staged_waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
+{
+    room_t r;
+    if (!claim_all(&r, n, reqs, 0, NULL)) return PMPI_Waitany(n, reqs, index, status);
+    *index = MPI_UNDEFINED;
+    int rc = PMPI_Waitany(n, reqs, index, status);
+    int completed = *index >= 0 && *index < n;  /* with an error, index names the request that failed */
+    rc = keep_first(rc, settle_any(n, r.e, *index, completed, rc == MPI_SUCCESS));
+    unroom(&r);
+    return rc;
+}
+
+int har_staged_testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
+{
+    room_t r;
+    if (!claim_all(&r, n, reqs, 0, NULL)) return PMPI_Testany(n, reqs, index, flag, status);
+    *index = MPI_UNDEFINED;
+    *flag = 0;
+    int rc = PMPI_Testany(n, reqs, index, flag, status);
+    int completed = (rc != MPI_SUCCESS || *flag) && *index >= 0 && *index < n;
+    rc = keep_first(rc, settle_any(n, r.e, *index, completed, rc == MPI_SUCCESS));
+    unroom(&r);
+    return rc;
+}
+
+/* After Waitsome or Testsome: the requests named in indices completed
+ * (under MPI_ERR_IN_STATUS with each one's error in its status); the
+ * others are as they were, unless the call failed as a whole. */
+static int settle_some(int n, MPI_Request reqs[], entry_t *e[], int rc, int outcount, const int indices[],
+                       const MPI_Status st[])
+{
+    int copy_rc = MPI_SUCCESS, listed = rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS;
+    for (int k = 0; listed && outcount != MPI_UNDEFINED && k < outcount; k++) {
+        int i = indices[k];
+        if (i < 0 || i >= n || !e[i]) continue;
+        copy_rc = keep_first(copy_rc, finish(e[i], rc == MPI_SUCCESS || st[k].MPI_ERROR == MPI_SUCCESS));
+        e[i] = NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!e[i]) continue;
+        if (listed) unclaim(e[i]);
+        else settle_failed(e[i], reqs[i]);
+    }
+    return keep_first(rc, copy_rc);
+}
+
+int har_staged_waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    room_t r;
+    if (!claim_all(&r, n, reqs, 1, statuses)) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
+    *outcount = MPI_UNDEFINED;
+    int rc = PMPI_Waitsome(n, reqs, outcount, indices, r.st);
+    rc = settle_some(n, reqs, r.e, rc, *outcount, indices, r.st);
+    unroom(&r);
+    return rc;
+}
+
+int har_staged_testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    room_t r;
+    if (!claim_all(&r, n, reqs, 1, statuses)) return PMPI_Testsome(n, reqs, outcount, indices, statuses);
+    *outcount = MPI_UNDEFINED;
+    int rc = PMPI_Testsome(n, reqs, outcount, indices, r.st);
+    rc = settle_some(n, reqs, r.e, rc, *outcount, indices, r.st);
+    unroom(&r);
+    return rc;
+}
+
+int har_staged_request_get_status(MPI_Request req, int *flag, MPI_Status *status)
+{
+    entry_t *e;
+    if (!claim(1, &req, &e)) return PMPI_Request_get_status(req, flag, status);
+    int rc = PMPI_Request_get_status(req, flag, status);
+    /* Complete: the results belong in the application's buffer now, though
+     * the request lives on until a wait or test (which copies nothing
+     * again: the application may have written the buffer since). */
+    if (rc == MPI_SUCCESS && *flag && e->state == ACTIVE) {
+        if (har_stage_out(&e->stage) != HAR_OK) rc = har_stage_error(&e->stage);
+        e->state = DONE;
+    }
+    unclaim(e);
+    return rc;
+}
+
+int har_staged_request_free(MPI_Request *req)
+{
+    entry_t *e;
+    if (!claim(1, req, &e)) return PMPI_Request_free(req);
+    int active = e->state == ACTIVE;
+    int rc = PMPI_Request_free(req);
+    if (rc != MPI_SUCCESS) {
+        unclaim(e);
+        return rc;
+    }
+    /* Freeing a collective's request before it completes is erroneous; if
+     * the MPI accepted it, it may still write the host copies: they stay. */
+    if (active) HAR_WARN_ONCE("a staged collective's request was freed before it completed: its host copies are not reused");
+    else har_stage_release(&e->stage);
+    drop(e);
+    return rc;
+}
+
+/* A persistent request about to start: its inputs go to the host copies. */
+static int prepare_start(entry_t *e)
+{
+    if (!e || !e->persistent || e->state != INACTIVE) return MPI_SUCCESS;  /* the MPI judges a start of anything else */
+    return har_stage_in(&e->stage) == HAR_OK ? MPI_SUCCESS : har_stage_error(&e->stage);
+}
+
+static void started(entry_t *e, MPI_Request now, int rc)
+{
+    if (!e) return;
+    pthread_mutex_lock(&lock);
+    if (rc == MPI_SUCCESS && e->persistent && e->state == INACTIVE) {
+        e->req = now;  /* an MPI may hand back another handle for a started request */
+        e->state = ACTIVE;
+    }
+    e->busy = 0;
+    pthread_mutex_unlock(&lock);
+}
+
+int har_staged_start(MPI_Request *req)
+{
+    entry_t *e;
+    if (!claim(1, req, &e)) return PMPI_Start(req);
+    int rc = prepare_start(e);
+    if (rc != MPI_SUCCESS) {
+        unclaim(e);
+        return rc;
+    }
+    rc = PMPI_Start(req);
+    started(e, *req, rc);
+    return rc;
+}
+
+int har_staged_startall(int n, MPI_Request reqs[])
+{
+    room_t r;
+    if (!claim_all(&r, n, reqs, 0, NULL)) return PMPI_Startall(n, reqs);
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < n && rc == MPI_SUCCESS; i++) rc = prepare_start(r.e[i]);
+    if (rc == MPI_SUCCESS) rc = PMPI_Startall(n, reqs);
+    for (int i = 0; i < n; i++) started(r.e[i], reqs[i], rc);
+    unroom(&r);
+    return rc;
+}
+
+#ifdef HAR_TEST_HOOKS
+/* The test build's view: staged requests in the table, buffers the pool holds. */
+void har_test_stage_state(int *requests, int *kept, size_t *kept_bytes) __attribute__((visibility("default")));
+void har_test_stage_state(int *requests, int *kept, size_t *kept_bytes)
+{
+    *requests = __atomic_load_n(&har_staged_live, __ATOMIC_ACQUIRE);
+    *kept = har_stage_kept(kept_bytes);
+}
+#endif

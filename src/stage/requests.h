@@ -1,0 +1,92 @@
+/* The table of staged requests: the non-blocking and persistent
+ * collectives whose device buffers the MPI works on as host copies. The
+ * completion calls (MPI_Wait and the rest, MPI_Start, MPI_Request_free)
+ * find their requests in it, copy results back to the device when an
+ * operation completes, and give the copies back.
+ *
+ * Nearly every completion call of a program is of requests that are not
+ * staged (point-to-point, host collectives), and the table is then empty:
+ * each call below is one load and one branch before the MPI's own. A
+ * request is looked up before the MPI's call, while its handle is still
+ * its own (the MPI may hand the same value to a new request as soon as it
+ * completes one, in another thread). Safe under MPI_THREAD_MULTIPLE. */
+#ifndef HAR_REQUESTS_H
+#define HAR_REQUESTS_H
+
+#include "stage/stage.h"
+
+/* Entries in the table (read without the lock: only whether it is 0). */
+extern HAR_HIDDEN int har_staged_live;
+
+static inline int har_requests_none(void) { return __builtin_expect(!__atomic_load_n(&har_staged_live, __ATOMIC_ACQUIRE), 1); }
+
+/* A place in the table for a request, taken before the MPI is called (a
+ * request posted without one could never be finished); NULL when memory
+ * ran out. */
+HAR_HIDDEN void *har_request_reserve(void);
+/* After the MPI's non-blocking (persistent: its _init) call on the staged
+ * buffers returned rc: the request takes its place in the table with the
+ * staging in s; on failure the place and the copies go back. Returns rc. */
+HAR_HIDDEN int har_request_post(void *slot, har_stage_t *s, int rc, MPI_Request *req, int persistent);
+
+HAR_HIDDEN int har_staged_wait(MPI_Request *req, MPI_Status *status);
+HAR_HIDDEN int har_staged_test(MPI_Request *req, int *flag, MPI_Status *status);
+HAR_HIDDEN int har_staged_waitall(int n, MPI_Request reqs[], MPI_Status statuses[]);
+HAR_HIDDEN int har_staged_testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]);
+HAR_HIDDEN int har_staged_waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status);
+HAR_HIDDEN int har_staged_testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status);
+HAR_HIDDEN int har_staged_waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]);
+HAR_HIDDEN int har_staged_testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]);
+HAR_HIDDEN int har_staged_request_get_status(MPI_Request req, int *flag, MPI_Status *status);
+HAR_HIDDEN int har_staged_request_free(MPI_Request *req);
+HAR_HIDDEN int har_staged_start(MPI_Request *req);
+HAR_HIDDEN int har_staged_startall(int n, MPI_Request reqs[]);
+
+/* What the entry points call. */
+static inline int har_wait(MPI_Request *r, MPI_Status *st)
+{
+    return har_requests_none() ? PMPI_Wait(r, st) : har_staged_wait(r, st);
+}
+static inline int har_test(MPI_Request *r, int *flag, MPI_Status *st)
+{
+    return har_requests_none() ? PMPI_Test(r, flag, st) : har_staged_test(r, flag, st);
+}
+static inline int har_waitall(int n, MPI_Request r[], MPI_Status st[])
+{
+    return har_requests_none() ? PMPI_Waitall(n, r, st) : har_staged_waitall(n, r, st);
+}
+static inline int har_testall(int n, MPI_Request r[], int *flag, MPI_Status st[])
+{
+    return har_requests_none() ? PMPI_Testall(n, r, flag, st) : har_staged_testall(n, r, flag, st);
+}
+static inline int har_waitany(int n, MPI_Request r[], int *index, MPI_Status *st)
+{
+    return har_requests_none() ? PMPI_Waitany(n, r, index, st) : har_staged_waitany(n, r, index, st);
+}
+static inline int har_testany(int n, MPI_Request r[], int *index, int *flag, MPI_Status *st)
+{
+    return har_requests_none() ? PMPI_Testany(n, r, index, flag, st) : har_staged_testany(n, r, index, flag, st);
+}
+static inline int har_waitsome(int n, MPI_Request r[], int *out, int idx[], MPI_Status st[])
+{
+    return har_requests_none() ? PMPI_Waitsome(n, r, out, idx, st) : har_staged_waitsome(n, r, out, idx, st);
+}
+static inline int har_testsome(int n, MPI_Request r[], int *out, int idx[], MPI_Status st[])
+{
+    return har_requests_none() ? PMPI_Testsome(n, r, out, idx, st) : har_staged_testsome(n, r, out, idx, st);
+}
+static inline int har_request_get_status(MPI_Request r, int *flag, MPI_Status *st)
+{
+    return har_requests_none() ? PMPI_Request_get_status(r, flag, st) : har_staged_request_get_status(r, flag, st);
+}
+static inline int har_request_free(MPI_Request *r)
+{
+    return har_requests_none() ? PMPI_Request_free(r) : har_staged_request_free(r);
+}
+static inline int har_start(MPI_Request *r) { return har_requests_none() ? PMPI_Start(r) : har_staged_start(r); }
+static inline int har_startall(int n, MPI_Request r[])
+{
+    return har_requests_none() ? PMPI_Startall(n, r) : har_staged_startall(n, r);
+}
+
+#endif

@@ -1,0 +1,141 @@
+/* Staging device buffers through host memory, for an MPI that cannot take
+ * device memory in a call: the one place har does it (the all-reduce it
+ * hands to the MPI, the other collectives, and their non-blocking and
+ * persistent forms, whose requests src/stage/requests.c finishes).
+ *
+ * A call has at most two buffers (its send and its receive side). Each that
+ * holds device memory and matters on this rank gets a span: the bytes the
+ * MPI may touch, from the datatype's true extent and the counts (and
+ * displacements) of the call. The MPI is handed the host copy, shifted so
+ * that the same offsets land in it; inputs are copied in before the MPI is
+ * called, outputs back once the operation is complete. */
+#ifndef HAR_STAGE_H
+#define HAR_STAGE_H
+
+#include "core/status.h"
+#include "cuda/mem.h"
+
+/* An element count as the MPI-4 large-count ("_c") bindings carry it; the
+ * int bindings' counts widen into it. MPI_Count is MPI-3's, so every MPI
+ * har builds against has it, also one without the _c bindings (configure
+ * defines HAR_HAVE_MPI_C_COUNTS where the MPI has them). */
+typedef MPI_Count har_count_t;
+
+/* The binding a call came through: a call har hands to the MPI goes to
+ * the MPI's own of the same binding (PMPI_Allreduce, or PMPI_Allreduce_c
+ * for HAR_BINDING_LARGE), so its count is never cut to an int. */
+typedef enum { HAR_BINDING_INT, HAR_BINDING_LARGE } har_binding_t;
+
+typedef struct {
+    char *user;          /* the application's buffer */
+    char *host;          /* its host copy (NULL: the MPI gets `user` itself) */
+    MPI_Aint first;      /* offset from user of the first byte the MPI may touch */
+    size_t bytes;        /* how many bytes from there */
+    har_mem_kind_t kind; /* of user */
+    unsigned char in;    /* copied to host before the MPI reads it */
+    unsigned char out;   /* copied back once the MPI has written it */
+} har_span_t;
+
+enum { HAR_SEND = 0, HAR_RECV = 1 };
+typedef struct {
+    har_span_t s[2]; /* [HAR_SEND], [HAR_RECV] */
+    MPI_Comm comm;   /* whose error handler a failed copy goes through */
+    int err;         /* the MPI error code of a failure */
+} har_stage_t;
+
+/* What a plan found: hand the call to the MPI untouched (nothing to stage,
+ * or arguments har will not judge: the MPI reports them), or staged (the
+ * inputs copied in), or a failure (no memory, a failed copy). */
+enum { HAR_STAGE_UNTOUCHED = 0, HAR_STAGE_STAGED = 1, HAR_STAGE_FAILED = -1 };
+
+/* The buffer the MPI gets for side i: the host copy, shifted, or the user's. */
+static inline void *har_staged(const har_stage_t *s, int i, const void *p)
+{
+    return s->s[i].host ? (void *)(s->s[i].host - s->s[i].first) : (void *)p;
+}
+
+/* ---- plans: which buffers matter on this rank, and their spans ----------
+ * kinds[HAR_SEND], kinds[HAR_RECV]: the buffers' memory kinds as the caller
+ * found them; a side is staged where its kind is not host (or, in the test
+ * build under HAR_TEST_STAGE, wherever it matters). Each returns one of the
+ * values above; STAGED means the inputs are already in the host copies
+ * (`copy_in` 0: only allocated, for a persistent request that copies them
+ * at each start). */
+typedef struct {
+    har_mem_kind_t kind[2];
+    int copy_in;
+    MPI_Comm comm;
+} har_stage_ask_t;
+
+HAR_HIDDEN int har_plan_allreduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf,
+                                  har_count_t count, MPI_Datatype type);
+HAR_HIDDEN int har_plan_bcast(har_stage_t *s, const har_stage_ask_t *a, void *buf, int count, MPI_Datatype type,
+                              int root);
+HAR_HIDDEN int har_plan_reduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf, int count,
+                               MPI_Datatype type, int root);
+/* Allgather, and allgatherv where rcounts is not NULL. */
+HAR_HIDDEN int har_plan_allgather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, int scount,
+                                  MPI_Datatype stype, void *rbuf, int rcount, const int *rcounts, const int *displs,
+                                  MPI_Datatype rtype);
+/* Reduce_scatter_block, and reduce_scatter where rcounts is not NULL. */
+HAR_HIDDEN int har_plan_reduce_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf,
+                                       int rcount, const int *rcounts, MPI_Datatype type);
+/* Gather, and gatherv where rcounts is not NULL. */
+HAR_HIDDEN int har_plan_gather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, int scount,
+                               MPI_Datatype stype, void *rbuf, int rcount, const int *rcounts, const int *displs,
+                               MPI_Datatype rtype, int root);
+/* Scatter, and scatterv where scounts is not NULL. */
+HAR_HIDDEN int har_plan_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, int scount,
+                                const int *scounts, const int *displs, MPI_Datatype stype, void *rbuf, int rcount,
+                                MPI_Datatype rtype, int root);
+/* Alltoall, and alltoallv where scounts is not NULL. */
+HAR_HIDDEN int har_plan_alltoall(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, int scount,
+                                 const int *scounts, const int *sdispls, MPI_Datatype stype, void *rbuf, int rcount,
+                                 const int *rcounts, const int *rdispls, MPI_Datatype rtype);
+
+/* Copies the inputs into the host copies (a persistent request, at each
+ * start); HAR_OK or HAR_ERR_CUDA. */
+HAR_HIDDEN har_status_t har_stage_in(har_stage_t *s);
+/* Copies the outputs back to the application's buffers. */
+HAR_HIDDEN har_status_t har_stage_out(har_stage_t *s);
+/* Gives the host copies back to the pool. */
+HAR_HIDDEN void har_stage_release(har_stage_t *s);
+/* After the MPI's blocking call returned rc: copies back on success,
+ * releases, and returns rc or the copy's error (through the handler). */
+HAR_HIDDEN int har_stage_finish(har_stage_t *s, int rc);
+/* The error code of a failed plan or copy, through the handler of comm. */
+HAR_HIDDEN int har_stage_error(const har_stage_t *s);
+
+/* The MPI's own all-reduce on staged buffers (entry.c's forward()). */
+HAR_HIDDEN int har_stage_allreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
+                                   MPI_Comm comm, har_mem_kind_t in_kind, har_mem_kind_t out_kind,
+                                   har_binding_t binding);
+/* The MPI's own all-reduce of the binding the call came through (a call
+ * that came through an int binding has an int count). Without the MPI's _c
+ * bindings no caller passes HAR_BINDING_LARGE; a count an int cannot hold
+ * is refused there rather than cut. */
+HAR_HIDDEN int har_pmpi_allreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
+                                  MPI_Comm comm, har_binding_t binding);
+
+/* ---- the pool of host buffers ---------------------------------------------
+ * A buffer of at least `bytes` (NULL when memory runs out); back with put.
+ * Buffers given back are kept for reuse, at most HAR_STAGE_KEEP of them and
+ * HAR_STAGE_KEEP_BYTES in all (the largest go first); a caller never waits
+ * for one (two collectives that ranks enter in different orders could
+ * deadlock on it). */
+#define HAR_STAGE_KEEP 8
+#define HAR_STAGE_KEEP_BYTES (256u << 20)
+HAR_HIDDEN void *har_stage_get(size_t bytes);
+HAR_HIDDEN void har_stage_put(void *buf);
+/* How many the pool holds now, and their bytes (the test build shows them). */
+HAR_HIDDEN int har_stage_kept(size_t *bytes);
+HAR_HIDDEN void har_stage_finalize(void);
+
+#ifdef HAR_TEST_HOOKS
+/* HAR_TEST_STAGE (test build): 1 stages host buffers as if they were
+ * device memory, so the staging runs without a GPU; 2 also flips the first
+ * byte of each output it copies back (the tests' checks must catch it). */
+HAR_HIDDEN int har_test_stage(void);
+#endif
+
+#endif

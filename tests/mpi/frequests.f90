@@ -1,0 +1,135 @@
+! MPI_IALLREDUCE and the completion calls from Fortran (mpif.h), linked
+! with har: Open MPI's Fortran bindings call PMPI_* directly, so har's own
+! Fortran spellings must take these calls, or a staged request would never
+! get its results. Several all-reduces in flight (one MPI_IN_PLACE) beside
+! a ring of ISEND/IRECV, completed each round by another call; results
+! checked against a reference; har's counters read through its C API.
+! Argument: "staged" or "untouched" (what the counters must show).
+program frequests
+    use iso_c_binding
+    implicit none
+    include 'mpif.h'
+    interface
+        integer(c_int) function har_counter_index(name) bind(C, name="har_counter_index")
+            import :: c_int, c_char
+            character(kind=c_char), dimension(*) :: name
+        end function
+        integer(c_int) function har_counters(values, n) bind(C, name="har_counters")
+            import :: c_int, c_long_long
+            integer(c_long_long), dimension(*) :: values
+            integer(c_int), value :: n
+        end function
+    end interface
+    integer, parameter :: n = 1000, nreq = 5, rounds = 9
+    integer :: a(n), b(n), c(n), ring_in(10), ring_out(10)
+    double precision :: d(n)
+    integer :: reqs(nreq), statuses(MPI_STATUS_SIZE, nreq), status(MPI_STATUS_SIZE)
+    integer :: ierr, rank, size, k, i, r, idx, outcount, indices(nreq), done, bad, posted
+    logical :: flag, flags(nreq)
+    integer(c_long_long) :: values(256)
+    character(len=16) :: expect
+    integer :: seen, staged, ncount
+
+    call get_command_argument(1, expect)
+    call MPI_INIT(ierr)
+    call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
+    call MPI_COMM_SIZE(MPI_COMM_WORLD, size, ierr)
+    bad = 0
+    posted = 0
+    do k = 0, rounds - 1
+        do i = 1, n
+            a(i) = mod(i * 31 + rank * 17 + k, 97) - 48
+            c(i) = mod(i * 7 + rank + k, 13)
+            d(i) = dble(mod(i + rank * 3 + k, 29))
+            b(i) = -12345
+        end do
+        ring_out = rank * 100 + k
+        ring_in = -1
+        call MPI_IRECV(ring_in, 10, MPI_INTEGER, mod(rank + size - 1, size), k, MPI_COMM_WORLD, reqs(1), ierr)
+        call MPI_IALLREDUCE(a, b, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, reqs(2), ierr)
+        call MPI_IALLREDUCE(MPI_IN_PLACE, d, n, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, reqs(3), ierr)
+        call MPI_IALLREDUCE(MPI_IN_PLACE, c, n, MPI_INTEGER, MPI_MAX, MPI_COMM_WORLD, reqs(4), ierr)
+        call MPI_ISEND(ring_out, 10, MPI_INTEGER, mod(rank + 1, size), k, MPI_COMM_WORLD, reqs(5), ierr)
+        posted = posted + 3
+        select case (mod(k, 9))
+        case (0)
+            do i = nreq, 1, -1
+                call MPI_WAIT(reqs(i), status, ierr)
+            end do
+        case (1)
+            call MPI_WAITALL(nreq, reqs, statuses, ierr)
+        case (2)
+            call MPI_WAITALL(nreq, reqs, MPI_STATUSES_IGNORE, ierr)
+        case (3)
+            flag = .false.
+            do while (.not. flag)
+                call MPI_TESTALL(nreq, reqs, flag, statuses, ierr)
+            end do
+        ! (MPICH 4.0.2's Fortran MPI_WAITANY and MPI_TESTANY return
+        ! MPI_UNDEFINED + 1 where they mean MPI_UNDEFINED: no index is
+        ! negative, so both are taken as MPI_UNDEFINED.)
+        case (4)
+            idx = 1
+            do while (idx > 0)
+                call MPI_WAITANY(nreq, reqs, idx, status, ierr)
+            end do
+        case (5)
+            do
+                call MPI_TESTANY(nreq, reqs, idx, flag, MPI_STATUS_IGNORE, ierr)
+                if (flag .and. idx < 0) exit
+            end do
+        case (6)
+            outcount = 0
+            do while (outcount /= MPI_UNDEFINED)
+                call MPI_WAITSOME(nreq, reqs, outcount, indices, statuses, ierr)
+            end do
+        case (7)
+            outcount = 0
+            do while (outcount /= MPI_UNDEFINED)
+                call MPI_TESTSOME(nreq, reqs, outcount, indices, MPI_STATUSES_IGNORE, ierr)
+            end do
+        case (8)
+            flags = .false.
+            done = 0
+            do while (done < nreq)
+                do i = 1, nreq
+                    if (.not. flags(i)) then
+                        call MPI_REQUEST_GET_STATUS(reqs(i), flags(i), status, ierr)
+                        if (flags(i)) done = done + 1
+                    end if
+                end do
+            end do
+            do i = 1, nreq
+                flag = .false.
+                do while (.not. flag)
+                    call MPI_TEST(reqs(i), flag, MPI_STATUS_IGNORE, ierr)
+                end do
+            end do
+        end select
+        do i = 1, nreq
+            if (reqs(i) /= MPI_REQUEST_NULL) bad = bad + 1
+        end do
+        do i = 1, n
+            if (b(i) /= sum([(mod(i * 31 + r * 17 + k, 97) - 48, r = 0, size - 1)])) bad = bad + 1
+            if (d(i) /= sum([(dble(mod(i + r * 3 + k, 29)), r = 0, size - 1)])) bad = bad + 1
+            if (c(i) /= maxval([(mod(i * 7 + r + k, 13), r = 0, size - 1)])) bad = bad + 1
+        end do
+        if (any(ring_in /= mod(rank + size - 1, size) * 100 + k)) bad = bad + 1
+        if (bad > 0 .and. mod(k, 9) == k) print '(a,i0,a,i0,a,i0)', 'FAIL rank ', rank, ': round ', k, ': ', bad
+    end do
+    ncount = har_counters(values, 256)
+    seen = int(values(har_counter_index("iallreduce" // c_null_char) + 1))
+    staged = int(values(har_counter_index("iallreduce_staged" // c_null_char) + 1))
+    if (seen /= posted) then
+        print '(a,i0,a,i0,a,i0)', 'FAIL rank ', rank, ': har counted ', seen, ' MPI_IALLREDUCE of ', posted
+        bad = bad + 1
+    end if
+    if ((trim(expect) == 'staged' .and. staged /= posted) .or. (trim(expect) == 'untouched' .and. staged /= 0)) then
+        print '(a,i0,a,a,a,i0,a,i0)', 'FAIL rank ', rank, ': expected ', trim(expect), ': ', staged, ' staged of ', posted
+        bad = bad + 1
+    end if
+    print '(a,i0,a,l1,a,i0,a,i0)', 'frequests: rank ', rank, ': ok ', bad == 0, ', MPI_IALLREDUCE ', posted, &
+        ', staged ', staged
+    call MPI_FINALIZE(ierr)
+    if (bad /= 0) stop 1
+end program

@@ -1,0 +1,68 @@
+#!/bin/sh
+# MPI_Iallreduce and the persistent all-reduce on host buffers: the same
+# results without har, under LD_PRELOAD and relinked (every call reaching
+# har's wrapper, none staged), and through the staging path with the test
+# build's HAR_TEST_STAGE=1 (every call staged, its results copied back by
+# whichever completion call completes it; har's table empty and its pool
+# within bounds at the end). Cases (tests/mpi/requests.c): several in
+# flight beside point-to-point requests, completed by each completion call
+# in a random order; rank 0's MPI_Iallreduce before its MPI_Send, rank 1's
+# after its MPI_Recv; persistent requests started, freed, made again;
+# threads. Bad arguments get the MPI's own errors on either path.
+. "$top_srcdir/tests/lib.sh"
+plain="$bin/mpi/requests_plain"
+linked="$bin/mpi/requests"
+lib="$top_builddir/.libs/libhar.so"
+seed=$(test_seed)
+echo "# seed $seed"
+
+# run_case DESCRIPTION COMMAND...: like check, but exit 77 is a skip.
+run_case() {
+    desc="$1"; shift
+    "$@" > "$tmp/out" 2>&1
+    rc=$?
+    if [ $rc = 77 ] || grep -q "^requests: .*skipped" "$tmp/out"; then
+        tap_skip "$desc" "$(grep -m1 skipped "$tmp/out" | sed 's/^requests: //')"
+        return
+    fi
+    [ $rc = 0 ] || rerun_line "$@"
+    tap_result $rc "$desc" "$tmp/out"
+}
+
+"${MPICC:-mpicc}" -o "$tmp/relinked" "$top_srcdir/tests/mpi/requests.c" -I"$top_builddir" -L"$top_builddir/.libs" \
+    -lhar -Wl,-rpath,"$top_builddir/.libs" -ldl -lpthread > "$tmp/cc" 2>&1
+tap_result $? "requests.c relinks with -lhar" "$tmp/cc"
+
+for case in inflight deadlock persistent threads; do
+    run_case "$case: without har" $mpi 3 "$plain" $case --seed $seed
+    run_case "$case: LD_PRELOAD=libhar.so, every call through har's wrapper, none staged" \
+        env LD_PRELOAD="$lib" $mpi 3 "$plain" $case --seed $seed --expect untouched
+    run_case "$case: relinked, every call through har's wrapper, none staged" \
+        $mpi 3 "$tmp/relinked" $case --seed $seed --expect untouched
+    run_case "$case: HAR_TEST_STAGE=1, every call staged, results right" \
+        env HAR_TEST_STAGE=1 $mpi 3 "$linked" $case --seed $seed --expect staged
+done
+
+# The counters are in the HAR_VERBOSE=1 line at MPI_Finalize.
+env LD_PRELOAD="$lib" HAR_VERBOSE=1 $mpi 2 "$plain" inflight --rounds 4 --seed $seed > "$tmp/out" 2>&1
+grep -q "calls per path:.* iallreduce=20" "$tmp/out"
+tap_result $? "HAR_VERBOSE=1 prints iallreduce=20 for 4 rounds of 5" "$tmp/out"
+
+# The checks can fail: a flipped byte in every copy back, counters that
+# do not show staging.
+check_fails "HAR_TEST_STAGE=2 (every result copied back with a byte flipped) is caught" "FAIL rank" \
+    env HAR_TEST_STAGE=2 $mpi 2 "$linked" inflight --rounds 9 --seed $seed
+check_fails "--expect staged fails where nothing was staged" "expected staged" \
+    $mpi 2 "$linked" inflight --rounds 2 --seed $seed --expect staged
+
+# Bad arguments: the MPI's own answer, with har and through its staging.
+$mpi 2 "$plain" badargs > "$tmp/plain" 2>&1
+grep '^requests: rank .*, class' "$tmp/plain" | sort > "$tmp/a"
+for how in preload staged; do
+    if [ $how = preload ]; then env LD_PRELOAD="$lib" $mpi 2 "$plain" badargs > "$tmp/har" 2>&1
+    else env HAR_TEST_STAGE=1 $mpi 2 "$linked" badargs > "$tmp/har" 2>&1; fi
+    grep '^requests: rank .*, class' "$tmp/har" | sort > "$tmp/b"
+    [ -s "$tmp/a" ] && cmp -s "$tmp/a" "$tmp/b"
+    tap_result $? "bad arguments ($how): the same error classes as the MPI's own ($(grep -c error "$tmp/a") errors)" "$tmp/har"
+done
+done_testing
