@@ -90,11 +90,20 @@ comm -12 "$tmp/har_syms" "$tmp/mpif_syms" > "$tmp/common"
 # What libhar must define of them (mpi_wrappers/fortran.c says why).
 case "$MPI_FLAVOUR" in
 openmpi)
-    for r in allreduce init init_thread finalize; do
-        R=$(echo $r | tr a-z A-Z)
-        printf '%s\n' "mpi_$r" "mpi_${r}_" "mpi_${r}__" "MPI_$R" "mpi_${r}_f08_"
-    done | sort > "$tmp/want"
-    what="Open MPI: libhar defines exactly the MPI's Fortran MPI_ALLREDUCE, MPI_INIT, MPI_INIT_THREAD, MPI_FINALIZE (every spelling, f08's)"
+    {
+        for r in allreduce init init_thread finalize; do
+            R=$(echo $r | tr a-z A-Z)
+            printf '%s\n' "mpi_$r" "mpi_${r}_" "mpi_${r}__" "MPI_$R" "mpi_${r}_f08_"
+        done
+        # mpi_wrappers/fortran_requests.c: the non-blocking all-reduce and
+        # the completion calls (mpif.h and use mpi spellings only)
+        for r in iallreduce wait test waitall testall waitany testany waitsome testsome request_get_status \
+            request_free start startall; do
+            R=$(echo $r | tr a-z A-Z)
+            printf '%s\n' "mpi_$r" "mpi_${r}_" "mpi_${r}__" "MPI_$R"
+        done
+    } | sort > "$tmp/want"
+    what="Open MPI: libhar defines exactly the MPI's Fortran MPI_ALLREDUCE, MPI_INIT, MPI_INIT_THREAD, MPI_FINALIZE (every spelling, f08's), MPI_IALLREDUCE and the completion calls (mpif.h's and use mpi's)"
     ours=yes ;;
 mpich)
     printf '%s\n' mpi_finalize_f08_ mpi_init_f08_ mpi_init_thread_f08_ > "$tmp/want"
