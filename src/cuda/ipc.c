@@ -258,8 +258,7 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
 
 static void stop_kernels(void *ctx) { *((ipc_t *)ctx)->abort_host = 1; }
 
-/* Chunk `done` of the call in args `a`: its place, the next slot in turn,
- * and its two barriers' epochs. */
+/* Chunk `done` of the call in args `a`: its place and the next slot in turn. */
 static void next_chunk(ipc_t *d, const har_call_t *call, size_t chunk, size_t done, har_dev_args_t *a)
 {
     a->n = call->count - done < chunk ? call->count - done : chunk;
@@ -267,13 +266,20 @@ static void next_chunk(ipc_t *d, const har_call_t *call, size_t chunk, size_t do
     a->out = call->out + done * a->elem;
     size_t slot = d->seq++ % (unsigned)d->nslots;
     for (int r = 0; r < d->nranks; r++) a->slot[r] = d->peer[r] + HAR_DEV_FLAG_BYTES + slot * d->slot_bytes;
-    a->epoch = d->epoch;
-    d->epoch += 2;
 }
 
-static har_status_t launch(const ipc_t *d, har_dev_args_t *a, int phase)
+/* A barrier passes once every peer's flag holds at least its epoch, so the
+ * epochs must grow in the order the kernels are queued, which is the same
+ * on every local rank: across nodes the next chunk's reduction is queued
+ * before this one's gather, and an epoch given per chunk would let a
+ * peer's later reduction open this gather early. Each barrier takes the
+ * next epoch as its kernel is queued (the kernel meets at a->epoch + 1 and,
+ * for the gather, a->epoch + 2). */
+static har_status_t launch(ipc_t *d, har_dev_args_t *a, int phase)
 {
     a->phase = phase;
+    a->epoch = phase == HAR_DEV_GATHER ? d->epoch - 1 : d->epoch;
+    d->epoch += phase == HAR_DEV_WHOLE ? 2 : 1;
     return har_gpu_check(har_dev_launch(a, har_dev_blocks(a->n * a->elem, d->max_blocks), d->stream), "kernel launch");
 }
 

@@ -32,7 +32,7 @@ typedef struct {
     char *out;
     size_t n, elem;
     int nranks, me, dtype, op, one_shot, phase, aligned;
-    uint64_t epoch;                  /* this chunk's barriers use epoch+1 and epoch+2 */
+    uint64_t epoch;                  /* its barriers meet at epoch+1 (copy in) and epoch+2 (gather) */
     volatile int *abort;             /* host-mapped: the host sets it to stop spinning blocks */
 } har_dev_args_t;
 

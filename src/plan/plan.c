@@ -45,7 +45,7 @@ const char *har_plan_why_not(const har_engine_traits_t *e, const har_plan_in_t *
     if (in->nnodes > 1 && !(e->across & (in->uniform ? HAR_BIT(RAILS) : HAR_BIT(LEADER))))
         return in->uniform ? "serves one node only" : "does not serve nodes of different sizes";
     if (in->shared_gpu && !e->shared_gpu) return "does not serve ranks that share a GPU";
-    if (e->max_local && in->local_size > e->max_local) return "serves nodes of fewer ranks";
+    if (e->max_local && in->local_size > e->max_local) return "more ranks on the node than it serves";
     if (s->check && !e->checked) return "HAR_CHECK cannot verify it";
     return NULL;
 }
