@@ -2,13 +2,19 @@
 # Each check prints one TAP line; its output goes to the log (# lines) only
 # when it fails, with the command and the HAR_* environment that rerun it.
 # HAR_TEST_PREFIX (a command and its arguments, such as "valgrind -q")
-# runs every MPI rank under it (tests/mpirun.sh).
+# runs every MPI rank under it (tests/mpirun.sh). HAR_TEST_SELECT (an
+# extended regular expression) runs only the checks whose descriptions it
+# matches; the others are skipped, visibly.
 tap_n=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bin="$top_builddir/tests"
 
+# selected DESCRIPTION: is this check to run (HAR_TEST_SELECT)?
+selected() { [ -z "${HAR_TEST_SELECT:-}" ] || printf '%s\n' "$1" | grep -Eq -- "$HAR_TEST_SELECT"; }
+
 tap_result() {  # tap_result STATUS DESCRIPTION [LOGFILE]
+    selected "$2" || { tap_skip "$2" "not selected (HAR_TEST_SELECT)"; return; }
     tap_n=$((tap_n + 1))
     if [ "$1" = 0 ]; then
         echo "ok $tap_n - $2"
@@ -33,6 +39,7 @@ rerun_line() {
 # check DESCRIPTION COMMAND...: passes when the command exits 0.
 check() {
     desc="$1"; shift
+    selected "$desc" || { tap_skip "$desc" "not selected (HAR_TEST_SELECT)"; return; }
     "$@" > "$tmp/out" 2>&1
     rc=$?
     [ $rc = 0 ] || rerun_line "$@"
@@ -43,6 +50,7 @@ check() {
 # and its output contains PATTERN (proves a check can fail, and says why).
 check_fails() {
     desc="$1"; pattern="$2"; shift 2
+    selected "$desc" || { tap_skip "$desc" "not selected (HAR_TEST_SELECT)"; return; }
     if "$@" > "$tmp/out" 2>&1; then
         rerun_line "$@"
         tap_result 1 "$desc (it succeeded)" "$tmp/out"

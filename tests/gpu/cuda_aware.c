@@ -5,7 +5,11 @@
  * (har's only way to complete them) finds it done. With HAR_MPI_CUDA_P2P=1
  * har's ring then hands device pointers to "the MPI"; the shim counts
  * them, and says how many at exit, so a test can tell that the ring got
- * device memory and made no host copy of its own. */
+ * device memory and made no host copy of its own. The copies run on a
+ * stream of the shim's and are waited for: a plain cudaMemcpy from pageable
+ * memory may return before its bytes land, and the legacy stream it uses
+ * does not order work on har's non-blocking streams after it; an MPI that
+ * moves device memory has its data in place when a request completes. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -24,6 +28,18 @@ static struct {
 } staged[MAX_STAGED];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long device_sends, device_recvs;
+
+/* Copies between a device buffer and a host one, done when it returns. */
+static cudaStream_t stream;
+static void make_stream(void) { cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); }
+
+static int copy(void *to, const void *from, size_t bytes, enum cudaMemcpyKind kind)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, make_stream);
+    if (cudaMemcpyAsync(to, from, bytes, kind, stream) != cudaSuccess) return -1;
+    return cudaStreamSynchronize(stream) == cudaSuccess ? 0 : -1;
+}
 
 static int on_device(const void *p)
 {
@@ -63,7 +79,7 @@ int PMPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
     if (!on_device(buf)) return real(buf, count, type, dest, tag, comm, req);
     size_t bytes = bytes_of(count, type);
     void *host = malloc(bytes ? bytes : 1);
-    if (!host || cudaMemcpy(host, buf, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) return MPI_ERR_OTHER;
+    if (!host || copy(host, buf, bytes, cudaMemcpyDeviceToHost) != 0) return MPI_ERR_OTHER;
     int rc = real(host, count, type, dest, tag, comm, req);
     if (rc == MPI_SUCCESS) remember(*req, host, NULL, bytes);
     __atomic_fetch_add(&device_sends, 1, __ATOMIC_RELAXED);
@@ -95,7 +111,7 @@ static void finish(const MPI_Request *before, const MPI_Request *after, const MP
             if (staged[i].dev) {
                 int got = 0;
                 PMPI_Get_count(&status[k], MPI_BYTE, &got);
-                cudaMemcpy(staged[i].dev, staged[i].host, (size_t)got, cudaMemcpyHostToDevice);
+                copy(staged[i].dev, staged[i].host, (size_t)got, cudaMemcpyHostToDevice);
             }
             free(staged[i].host);
             staged[i].host = NULL;
