@@ -74,3 +74,20 @@ export HAR_TUNING="${HAR_TUNING:-none}"
 test_seed() { echo "${HAR_TEST_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"; }
 
 done_testing() { echo "1..$tap_n"; }
+
+# gpu_suite PROGRAM: go on only where PROGRAM was built (har with CUDA) and
+# a GPU is visible (tests/gpu/stress --probe); else end the suite, skipped,
+# or failed under HAR_TEST_REQUIRE_GPU=1.
+gpu_suite() {
+    if [ ! -x "$1" ]; then
+        [ "${HAR_TEST_REQUIRE_GPU:-0}" = 1 ] &&
+            { tap_result 1 "GPU tests required but har was built without CUDA"; done_testing; exit 0; }
+        echo "1..0 # SKIP har built without CUDA"; exit 0
+    fi
+    "$bin/gpu/stress" --probe > "$tmp/probe" 2>&1
+    case $? in
+    0) ;;
+    77) echo "1..0 # SKIP no GPU visible"; exit 0 ;;
+    *) tap_result 1 "a GPU is required (HAR_TEST_REQUIRE_GPU=1) and none is visible" "$tmp/probe"; done_testing; exit 0 ;;
+    esac
+}

@@ -10,15 +10,7 @@
 . "$top_srcdir/tests/lib.sh"
 prog="$bin/gpu/check_allreduce_gpu"
 stress="$bin/gpu/stress"
-required="${HAR_TEST_REQUIRE_GPU:-0}"
-if [ ! -x "$stress" ]; then
-    [ "$required" = 1 ] && { tap_result 1 "GPU tests required but har was built without CUDA"; done_testing; exit 0; }
-    echo "1..0 # SKIP har built without CUDA"; exit 0
-fi
-"$stress" --probe > "$tmp/probe" 2>&1
-rc=$?
-if [ $rc = 77 ]; then echo "1..0 # SKIP no GPU visible"; exit 0; fi
-if [ $rc != 0 ]; then tap_result 1 "a GPU is required (HAR_TEST_REQUIRE_GPU=1) and none is visible" "$tmp/probe"; done_testing; exit 0; fi
+gpu_suite "$stress"
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 counts=1,7,63,64,1000,65537,300001
 # The types the kernels reduce; the others take the host segment (checked below).

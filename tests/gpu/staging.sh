@@ -13,15 +13,7 @@
 . "$top_srcdir/tests/lib.sh"
 req="$bin/gpu/requests_gpu"
 coll="$bin/gpu/collectives_gpu"
-required="${HAR_TEST_REQUIRE_GPU:-0}"
-if [ ! -x "$req" ]; then
-    [ "$required" = 1 ] && { tap_result 1 "GPU tests required but har was built without CUDA"; done_testing; exit 0; }
-    echo "1..0 # SKIP har built without CUDA"; exit 0
-fi
-"$bin/gpu/stress" --probe > "$tmp/probe" 2>&1
-rc=$?
-if [ $rc = 77 ]; then echo "1..0 # SKIP no GPU visible"; exit 0; fi
-if [ $rc != 0 ]; then tap_result 1 "a GPU is required (HAR_TEST_REQUIRE_GPU=1) and none is visible" "$tmp/probe"; done_testing; exit 0; fi
+gpu_suite "$req"
 seed=$(test_seed)
 echo "# seed $seed"
 staged="HAR_MPI_CUDA_P2P=0 HAR_MPI_CUDA_REDUCE=0"
