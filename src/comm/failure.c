@@ -209,9 +209,9 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
         }
         double timeout = timeout_of(node);
         if (partner >= 0 && timeout > 0 && har_seg_now() - started > timeout && !har_node_failed(node)) {
-            int known = partner == node->left;
-            har_node_blame(node, HAR_ERR_TIMEOUT, partner, known ? node->left_world : -1, known ? node->left_host : "?",
-                           step);
+            const har_across_peer_t *who = node->across ? &node->across[partner] : NULL;
+            har_node_blame(node, HAR_ERR_TIMEOUT, who ? who->comm_rank : -1, who ? who->world_rank : -1,
+                           who ? who->host : "?", step);
             st = HAR_ERR_TIMEOUT;
             break;
         }
@@ -230,22 +230,12 @@ void har_node_attached(har_node_t *node)
 void har_node_listen(har_node_t *node)
 {
     node->notice_req = MPI_REQUEST_NULL;
-    node->left = node->left_world = -1;
-    snprintf(node->left_host, sizeof node->left_host, "?");
     node->notice_comm = node->rail_comm != MPI_COMM_NULL ? node->rail_comm : node->leader_comm;
     if (node->notice_comm == MPI_COMM_NULL) return;
     PMPI_Irecv(&node->notice_in, (int)sizeof node->notice_in, MPI_BYTE, MPI_ANY_SOURCE, NOTICE_TAG, node->notice_comm,
                &node->notice_req);
-    int left;
-    MPI_Group across, all;
     PMPI_Comm_rank(node->notice_comm, &node->across_rank);
     PMPI_Comm_size(node->notice_comm, &node->across_size);
-    left = (node->across_rank + node->across_size - 1) % node->across_size;
-    PMPI_Comm_group(node->notice_comm, &across);
-    PMPI_Comm_group(node->comm, &all);
-    PMPI_Group_translate_ranks(across, 1, &left, all, &node->left);
-    PMPI_Group_free(&across);
-    PMPI_Group_free(&all);
 }
 
 void har_node_report(har_node_t *node)

@@ -29,8 +29,9 @@ HAR_HIDDEN har_status_t har_node_check(har_node_t *node, double started, const c
 /* Waits for MPI requests (set-up exchanges, the ring, the inter-node step)
  * with the same bounds. On failure the requests are left pending: the
  * communicator is failed for good, and nothing reuses their buffers. Where
- * the data come from one rank (`partner`, its rank in the communicator, or
- * -1), that rank is the one named if HAR_TIMEOUT ends the wait. */
+ * the data come from one rank across nodes (`partner`, its place in
+ * node->across, or -1), that rank is the one named if HAR_TIMEOUT ends the
+ * wait. */
 HAR_HIDDEN har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, int partner,
                                               const char *step);
 /* The wait for one exchange just posted by a non-blocking collective

@@ -21,6 +21,13 @@ typedef struct {
     unsigned long pid_ns;        /* /proc/self/ns/pid's inode: pids compare only within one namespace */
 } har_peer_t;
 
+/* A rank this one exchanges with across nodes: its ranks in the
+ * communicator and in MPI_COMM_WORLD, and its host. */
+typedef struct {
+    int32_t comm_rank, world_rank;
+    char host[48];
+} har_across_peer_t;
+
 typedef struct har_node {
     MPI_Comm comm;                  /* the application's communicator */
     int rank, size;                 /* in it */
@@ -40,9 +47,8 @@ typedef struct har_node {
      * the leaders'), and every wait on it tests it. */
     MPI_Comm notice_comm;           /* the rail, or the leaders': where the ring runs */
     int across_rank, across_size;   /* this rank's place there */
-    int left;                       /* the ring's left neighbour there, by its rank in comm */
-    int left_world;                 /* and in MPI_COMM_WORLD (-1 until the ring's set-up says) */
-    char left_host[48];             /* and its host ("?" until then): a time-out waiting for it names it */
+    har_across_peer_t *across;      /* every rank there, by its place (NULL until the transports' set-up):
+                                     * a time-out waiting for one names it */
     MPI_Request notice_req;
     har_failure_t notice_in;
     har_failure_t *early;           /* the failure, while no segment holds it (before, or after a failed set-up) */

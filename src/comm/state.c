@@ -90,6 +90,7 @@ static void state_free(har_comm_t *c)
         release_segment(c);
         free(node->scratch);
         free(node->ring_msgs);
+        free(node->across);
         free(node->peers);
         free(node->early);
     } else if (node->seg.base) {

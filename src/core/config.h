@@ -58,8 +58,10 @@ enum { LOCAL = 0, RANK0 = 1 };
       "where no tuning-table row fits, device messages of at least this size go to NCCL (when it loads); 0: never") \
     X(reduce_threads, HAR_T_INT, "0", LOCAL, 0, 64, NULL,                                       \
       "threads per rank for large host reductions; 0: the rank's cores, at most 4")             \
-    X(inter, HAR_T_ENUM, "ring", RANK0, 0, 0, "ring,mpi",                                       \
-      "ring or mpi: the inter-node step by har's ring or by the MPI's MPI_Allreduce")           \
+    X(inter, HAR_T_ENUM, "auto", RANK0, 0, 0, "auto,ring,doubling,mpi",                         \
+      "the inter-node step: auto (doubling up to HAR_DOUBLING_MAX bytes, the ring above), or always har's ring, har's recursive doubling, or the MPI's MPI_Allreduce on the rail (mpi)") \
+    X(doubling_max, HAR_T_SIZE, "32K", RANK0, 0, 1ll << 50, NULL,                               \
+      "with HAR_INTER=auto, calls of at most this many bytes cross nodes by recursive doubling (log2 of the nodes steps), larger ones by the ring (2(nodes-1) steps, the least data)") \
     X(max_comms, HAR_T_INT, "16", LOCAL, 0, 4096, NULL,                                         \
       "communicators per process that get a node segment; later ones go to the MPI")            \
     X(timeout, HAR_T_SECONDS, "0", RANK0, 0, 1e7, NULL,                                         \
@@ -77,7 +79,7 @@ enum { LOCAL = 0, RANK0 = 1 };
     X(test_corrupt_slot, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                      \
       "test build: RANK:INDEX, rank RANK of the communicator flips element INDEX of its host slot right after publishing its checksums") \
     X(test_corrupt_ring, HAR_T_INT, "-1", LOCAL, -1, 1 << 30, NULL,                             \
-      "test build: rank RANK of the communicator flips a byte of each block it sends in the ring, after its checksum") \
+      "test build: rank RANK of the communicator flips a byte of each block it sends between nodes (ring or doubling), after its checksum") \
     X(test_ipc_fail, HAR_T_BOOL, "0", LOCAL, 0, 1, NULL,                                        \
       "test build: the CUDA IPC engine's set-up fails on local rank 0, so the node disables it") \
     X(test_nccl_fail, HAR_T_BOOL, "0", LOCAL, 0, 1, NULL,                                       \

@@ -43,7 +43,8 @@
     X(TWO_SHOT, "two_shot", "reduce-scatter of shards, then all-gather")                         \
     X(RAILS, "rails", "nodes of equal size: local rank i carries shard i")                       \
     X(LEADER, "leader", "nodes of unequal size: local rank 0 carries the node")                  \
-    X(RING, "ring", "inter-node ring over MPI point-to-point")                                   \
+    X(RING, "ring", "inter-node ring over MPI point-to-point: the least data")                  \
+    X(DOUBLING, "doubling", "inter-node recursive doubling over MPI point-to-point: the fewest steps") \
     X(INTER_MPI, "inter_mpi", "inter-node step by the MPI's MPI_Allreduce")
 
 typedef enum {

@@ -319,11 +319,11 @@ static har_status_t fold_block(void *ctx, char *acc, const char *in, size_t n)
  * transport takes device memory (an MPI that moves it), the shards go to
  * it as they are, with no copies, reduced by a kernel. */
 static har_status_t run_across(ipc_t *d, har_node_t *node, const har_call_t *call, har_dev_args_t *a, size_t chunk,
-                               const har_gpu_watch_t *watch)
+                               int inter, const har_gpu_watch_t *watch)
 {
     har_dev_args_t args[2] = {*a, *a};  /* chunk c's in args[c % 2] */
     size_t done = 0, c = 0;
-    int direct = har_inter_takes(node, HAR_MEM_DEVICE);
+    int direct = har_inter_takes(inter, HAR_MEM_DEVICE);
     d->dtype = a->dtype;
     d->op = a->op;
     next_chunk(d, call, chunk, done, &args[0]);
@@ -338,12 +338,12 @@ static har_status_t run_across(ipc_t *d, har_node_t *node, const har_call_t *cal
             next_chunk(d, call, chunk, done + now->n, then);
             st = reduce_out(d, then, (int)((c + 1) % 2), !direct);
         }
-        har_inter_block_t across = {.data = d->stage[c % 2], .n = len, .kind = HAR_MEM_HOST, .call = call,
-                                    .first = c == 0, .tmp = d->tmp, .tmp_bytes = d->slot_bytes};
+        har_inter_block_t across = {.path = inter, .data = d->stage[c % 2], .n = len, .kind = HAR_MEM_HOST,
+                                    .call = call, .first = c == 0, .tmp = d->tmp, .tmp_bytes = d->slot_bytes};
         if (direct)
-            across = (har_inter_block_t){.data = shard, .n = len, .kind = HAR_MEM_DEVICE, .call = call, .first = c == 0,
-                                         .tmp = d->dtmp, .tmp_bytes = d->slot_bytes, .reduce = fold_block,
-                                         .reduce_ctx = d};
+            across = (har_inter_block_t){.path = inter, .data = shard, .n = len, .kind = HAR_MEM_DEVICE, .call = call,
+                                         .first = c == 0, .tmp = d->dtmp, .tmp_bytes = d->slot_bytes,
+                                         .reduce = fold_block, .reduce_ctx = d};
         if (st == HAR_OK && len > 0) st = har_inter_allreduce(node, &across);
         if (st == HAR_OK && len > 0 && !direct)
             st = har_gpu_check(cudaMemcpyAsync(shard, d->stage[c % 2], len * now->elem, cudaMemcpyHostToDevice,
@@ -358,14 +358,14 @@ static har_status_t run_across(ipc_t *d, har_node_t *node, const har_call_t *cal
     return st;
 }
 
-/* Pinned host buffers (or device scratch, for a transport that takes
- * device memory) and events for the pipeline, on first need. */
-static har_status_t across_buffers(ipc_t *d, const har_node_t *node)
+/* Pinned host buffers (or device scratch, for a transport `inter` that
+ * takes device memory) and events for the pipeline, on first need. */
+static har_status_t across_buffers(ipc_t *d, int inter)
 {
     har_status_t st = HAR_OK;
     for (int i = 0; i < 2 && st == HAR_OK; i++)
         if (!d->out[i]) st = har_gpu_check(cudaEventCreateWithFlags(&d->out[i], cudaEventDisableTiming), "event");
-    if (har_inter_takes(node, HAR_MEM_DEVICE)) {
+    if (har_inter_takes(inter, HAR_MEM_DEVICE)) {
         if (st == HAR_OK && !d->dtmp) st = har_gpu_check(cudaMalloc((void **)&d->dtmp, d->slot_bytes), "cudaMalloc");
         if (st == HAR_OK && !d->fold)
             st = har_gpu_check(cudaStreamCreateWithFlags(&d->fold, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -394,7 +394,8 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
     size_t chunk = har_chunk_elems(plan->chunk_bytes, a.elem);
     har_status_t st = HAR_OK;
     if (node->nnodes > 1) {
-        if ((st = across_buffers(d, node)) == HAR_OK) st = run_across(d, node, call, &a, chunk, &watch);
+        if ((st = across_buffers(d, plan->inter)) == HAR_OK)
+            st = run_across(d, node, call, &a, chunk, plan->inter, &watch);
     } else {
         /* One node: chunks queue up back to back. */
         for (size_t done = 0; done < call->count && st == HAR_OK; done += a.n) {

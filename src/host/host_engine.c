@@ -27,6 +27,7 @@ typedef struct {
     size_t n;
     unsigned parity;
     int first;                      /* the call's first chunk: the arrival may have loaded it */
+    int inter;                      /* the plan's transport between nodes */
 } chunk_t;
 
 static har_status_t copy_out(const chunk_t *c, char *dst, const char *slot, size_t bytes)
@@ -166,7 +167,7 @@ static har_status_t two_shot(const chunk_t *c)
     for (int r = 0; r < L; r++)
         if (r != me) src[nsrc++] = har_seg_slot(seg, r, c->parity) + off * elem;
     har_reduce_many(call->red.fn, elem, shard, src, nsrc, len, node->cores);
-    har_inter_block_t across = {.data = shard, .n = len, .kind = HAR_MEM_HOST, .call = call, .first = c->first,
+    har_inter_block_t across = {.path = c->inter, .data = shard, .n = len, .kind = HAR_MEM_HOST, .call = call, .first = c->first,
                                 .tmp = node->scratch, .tmp_bytes = (size_t)node->set->slot_bytes};
     if (node->rail_comm != MPI_COMM_NULL && len > 0 && (st = har_inter_allreduce(node, &across)) != HAR_OK) return st;
     if (check) har_seg_sums(seg, me, c->parity)[L] = har_check_sum(shard, len * elem, off * elem);
@@ -186,7 +187,7 @@ static har_status_t two_shot(const chunk_t *c)
                     return st;
                 memcpy(mine + off * elem, theirs, len * elem);
             }
-            har_inter_block_t whole = {.data = mine, .n = c->n, .kind = HAR_MEM_HOST, .call = call,
+            har_inter_block_t whole = {.path = c->inter, .data = mine, .n = c->n, .kind = HAR_MEM_HOST, .call = call,
                                        .first = c->first, .tmp = node->scratch,
                                        .tmp_bytes = (size_t)node->set->slot_bytes};
             if ((st = har_inter_allreduce(node, &whole)) != HAR_OK) return st;
@@ -220,7 +221,8 @@ static har_status_t host_run(void *engine, har_node_t *node, const har_call_t *c
     har_status_t st = HAR_OK;
     for (size_t done = 0; done < call->count && st == HAR_OK; done += chunk) {
         chunk_t c = {node, call, call->in + done * elem, call->out + done * elem,
-                     call->count - done < chunk ? call->count - done : chunk, node->host_seq++ & 1, done == 0};
+                     call->count - done < chunk ? call->count - done : chunk, node->host_seq++ & 1, done == 0,
+                     plan->inter};
         st = plan->one_shot ? one_shot(&c) : two_shot(&c);
     }
     return st;

@@ -2,16 +2,18 @@
  * with the same block of every other node, over this rank's rail (or the
  * leaders' communicator: node->notice_comm).
  *
- * One interface, one transport per way of moving data: har's ring over MPI
- * point-to-point (ring.c) and the MPI's own all-reduce on the rail (mpi.c),
- * both on host memory so far. A transport says which memory it takes: a
+ * One interface, one transport per way of moving data: har's ring and
+ * recursive doubling over MPI point-to-point (ring.c), and the MPI's own
+ * all-reduce on the rail (mpi.c). The plan picks one per call (HAR_INTER,
+ * else by size: har_plan_inter). A transport says which memory it takes: a
  * device engine hands one that takes device memory its shard as it is,
  * and otherwise pipelines its own copies through pinned host memory beside
  * its kernels (cuda/ipc.c), which only it can overlap. The call's
  * header (what every rank calls, checked on receipt) and HAR_CHECK's sums
  * travel in host memory whatever the data's kind. Every node runs the same
- * transport (HAR_INTER, rank 0's) on the same blocks, whatever engine it
- * uses: engines chunk alike across nodes (plan.c). */
+ * transport on the same blocks, whatever engine it uses: the plan's choice
+ * depends only on the call's size and rank 0's settings, and engines chunk
+ * alike across nodes (plan.c). */
 #ifndef HAR_INTER_H
 #define HAR_INTER_H
 
@@ -19,6 +21,7 @@
 
 /* One block, in place. */
 typedef struct {
+    int path;                   /* the transport that carries it: the plan's (har_plan_t.inter) */
     char *data;                 /* n elements of the call's type */
     size_t n;
     har_mem_kind_t kind;        /* where data lives */
@@ -33,24 +36,25 @@ typedef struct {
 } har_inter_block_t;
 
 typedef struct {
-    int path;                   /* its path: what the counters show (HAR_INTER picks it) */
+    int path;                   /* its path: what the counters show */
     /* HAR_TAKES_HOST, and HAR_TAKES_DEVICE if it moves device memory as it
      * is, through the MPI's point-to-point calls where the MPI moves device
      * memory (har_mpi_cuda_p2p: detected, or HAR_MPI_CUDA_P2P=1) */
     unsigned takes;
-    /* Once, at a communicator's set-up where it spans nodes. */
+    /* Once, at a communicator's set-up where it spans nodes (the plan may
+     * pick any transport for a later call). */
     har_status_t (*setup)(har_node_t *node);
     /* In place on b->data (of a kind it takes). Every wait is the node's
      * bounded wait, which also hears failure notices from other nodes. */
     har_status_t (*allreduce)(har_node_t *node, const har_inter_block_t *b);
 } har_inter_t;
 
-extern HAR_HIDDEN const har_inter_t har_inter_ring, har_inter_mpi;
+extern HAR_HIDDEN const har_inter_t har_inter_ring, har_inter_doubling, har_inter_mpi;
 
-/* The block across nodes by the communicator's transport. */
+/* The block across nodes by its transport (b->path). */
 HAR_HIDDEN har_status_t har_inter_allreduce(har_node_t *node, const har_inter_block_t *b);
-/* Does the communicator's transport take memory of this kind as it is? */
-HAR_HIDDEN int har_inter_takes(const har_node_t *node, har_mem_kind_t kind);
+/* Does the transport of that path take memory of this kind as it is? */
+HAR_HIDDEN int har_inter_takes(int path, har_mem_kind_t kind);
 /* At set-up, where the communicator spans nodes. */
 HAR_HIDDEN har_status_t har_inter_setup(har_node_t *node);
 

@@ -1,15 +1,24 @@
-/* har's ring between nodes, a transport of inter.h, on host memory.
+/* har's transports between nodes over MPI point-to-point (inter.h), on
+ * host memory, or device memory where the MPI moves it.
  *
- * Ring all-reduce over MPI point-to-point: reduce-scatter, then all-gather,
- * each in P-1 steps of one block. Every block is reduced by one rank and
- * then copied, so all ranks end with bitwise identical results, and each
- * rank sends 2(P-1)/P of the buffer, the least any all-reduce can.
+ * The ring: reduce-scatter, then all-gather, each in P-1 steps of one block
+ * of 1/P of the data. Every block is reduced by one rank and then copied,
+ * and each rank sends 2(P-1)/P of the data, the least any all-reduce can.
  *
- * A call's first exchange also carries what this rank calls (count,
- * datatype, op, call number), checked on receipt: ranks on different nodes
- * whose calls differ fail as the MPI would (MPI_ERR_TRUNCATE, or
- * MPI_ERR_OP) instead of mixing data. Every wait is the node's bounded
- * wait, which also hears failure notices from other nodes. */
+ * Recursive doubling: in step k each rank swaps its whole data with the
+ * rank 2^k places away and both reduce, log2(P) steps in all; where P is no
+ * power of two, the ranks past the largest power first hand their data to
+ * one below and get the result back at the end. Fewer steps, more data:
+ * the choice for small calls (har_plan_inter). Both partners of a step
+ * reduce the same two operands in the same order (the lower rank's first),
+ * so all ranks still end with bitwise identical results.
+ *
+ * A call's first exchange with each partner also carries what this rank
+ * calls (count, datatype, op, call number), checked on receipt: ranks on
+ * different nodes whose calls differ fail as the MPI would
+ * (MPI_ERR_TRUNCATE, or MPI_ERR_OP) instead of mixing data. Every wait is
+ * the node's bounded wait, which also hears failure notices from other
+ * nodes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +31,11 @@
 #define RING_TAG 0x6172    /* har's own communicators carry nothing else */
 #define HEADER_TAG 0x6174
 #define CHECK_TAG 0x6175
-#define SETUP_TAG 0x6176
 /* A call's first block travels in one message with the header while both
- * fit in this: one message costs less than two, but on one host Open MPI
- * sends up to 256 bytes inline and a larger one costs more than two small
- * ones (measured with pretend nodes). */
-#define PACKED_MAX 256
+ * fit in this: across hosts over TCP a second message cost a whole second
+ * latency (2 hosts of 1 rank, Open MPI 4.1, doubling: 10.9 against 5.9 us
+ * at 512 B with 256 here), and packing 8 KiB costs a copy of as much. */
+#define PACKED_MAX 8192
 
 /* HAR_CHECK: each block travels with its checksum. */
 typedef struct {
@@ -57,36 +65,34 @@ struct har_ring_msgs {
     block_sum_t sent, came;
 };
 
-static har_status_t ring_setup(har_node_t *node)
+static har_status_t p2p_setup(har_node_t *node)
 {
     if (node->ring_msgs) return HAR_OK;
     struct har_ring_msgs *m = node->ring_msgs = calloc(1, sizeof *node->ring_msgs);
-    if (!m) {
-        har_log(HAR_LOG_ERROR, "inter-node ring: out of memory");
+    har_across_peer_t *all = node->notice_comm == MPI_COMM_NULL ? NULL
+                                                                 : calloc((size_t)node->across_size, sizeof *all);
+    if (!m || (node->notice_comm != MPI_COMM_NULL && !all)) {
+        free(all);
+        har_log(HAR_LOG_ERROR, "inter-node transports: out of memory");
         return HAR_ERR_INTERNAL;
     }
     /* Who this rank is, in every header and checksum it sends. */
-    m->out.h.comm_rank = m->sent.comm_rank = node->rank;
-    m->out.h.world_rank = m->sent.world_rank = node->peers ? node->peers[node->local_rank].world_rank : -1;
-    snprintf(m->out.h.host, sizeof m->out.h.host, "%s", har_host());
-    if (node->notice_comm == MPI_COMM_NULL) return HAR_OK;
-    /* Who the left neighbour is, told once: a time-out waiting for its
-     * blocks can name it by its world rank and host. */
-    int right = (node->across_rank + 1) % node->across_size, left = (node->across_rank + node->across_size - 1) %
-                                                                     node->across_size;
-    MPI_Request req[2];
-    int rc = PMPI_Irecv(&m->in.h, (int)sizeof m->in.h, MPI_BYTE, left, SETUP_TAG, node->notice_comm, &req[0]);
-    if (rc == MPI_SUCCESS) rc = PMPI_Isend(&m->out.h, (int)sizeof m->out.h, MPI_BYTE, right, SETUP_TAG,
-                                           node->notice_comm, &req[1]);
-    har_status_t st = rc == MPI_SUCCESS ? har_node_wait_partner(node, 2, req, -1, "set-up") : HAR_ERR_INTERNAL;
-    if (st == HAR_OK) {
-        node->left_world = m->in.h.world_rank;
-        snprintf(node->left_host, sizeof node->left_host, "%s", m->in.h.host);
-    }
-    return st;
+    har_across_peer_t me = {node->rank, node->peers ? node->peers[node->local_rank].world_rank : -1, ""};
+    snprintf(me.host, sizeof me.host, "%s", har_host());
+    m->out.h.comm_rank = m->sent.comm_rank = me.comm_rank;
+    m->out.h.world_rank = m->sent.world_rank = me.world_rank;
+    memcpy(m->out.h.host, me.host, sizeof m->out.h.host);
+    if (!all) return HAR_OK;
+    /* Who every rank across nodes is, told once: a time-out waiting for
+     * one can name it by its world rank and host. */
+    MPI_Request req;
+    int rc = PMPI_Iallgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, node->notice_comm, &req);
+    har_status_t st = rc == MPI_SUCCESS ? har_node_wait_partner(node, 1, &req, -1, "set-up") : HAR_ERR_INTERNAL;
+    if (st == HAR_OK) node->across = all;
+    return st;  /* on failure `all` may still be written: it stays, as a failed communicator's memory does */
 }
 
-static har_status_t check_header(har_node_t *node, const header_t *mine, const header_t *theirs)
+static har_status_t check_header(har_node_t *node, const header_t *mine, const header_t *theirs, const char *step)
 {
     const har_arrival_t *a = &mine->what, *b = &theirs->what;
     har_status_t st = har_arrival_differs(a, b);
@@ -95,7 +101,7 @@ static har_status_t check_header(har_node_t *node, const header_t *mine, const h
     har_note("MPI_Allreduce differs between nodes: rank %d (world rank %d) %s, rank %d (world rank %d, host %s) %s",
              mine->comm_rank, mine->world_rank, har_arrival_text(a, t0, sizeof t0), theirs->comm_rank,
              theirs->world_rank, theirs->host, har_arrival_text(b, t1, sizeof t1));
-    har_node_blame(node, st, theirs->comm_rank, theirs->world_rank, theirs->host, "ring");
+    har_node_blame(node, st, theirs->comm_rank, theirs->world_rank, theirs->host, step);
     return st;
 }
 
@@ -110,22 +116,24 @@ static void abandon(int n, MPI_Request *req)
     }
 }
 
-/* Waits for the requests of an exchange (`rc`: how posting them went). */
-static har_status_t wait_exchange(har_node_t *node, int n, MPI_Request *req, int rc)
+/* Waits for the requests of an exchange with `from` (`rc`: how posting
+ * them went) in the transport `step`. */
+static har_status_t wait_exchange(har_node_t *node, int n, MPI_Request *req, int rc, int from, const char *step)
 {
     har_status_t st = HAR_ERR_INTERNAL;
     if (rc == MPI_SUCCESS) {
-        HAR_TEST_POINT("ring");
-        st = har_node_wait_partner(node, n, req, node->left, "ring");
+        HAR_TEST_POINT(step);
+        st = har_node_wait_partner(node, n, req, from, step);
     } else {
-        har_note("inter-node ring: posting an exchange failed (code %d)", rc);
-        har_node_fail(node, st, -1, "ring");
+        har_note("inter-node %s: posting an exchange failed (code %d)", step, rc);
+        har_node_fail(node, st, -1, step);
     }
     if (st != HAR_OK) abandon(n, req);
     return st;
 }
 
-/* One step: receive from the left, send to the right, with HAR_CHECK's
+/* One step of `step` (the transport's name): receive from `from`, send to
+ * `to` (their places across nodes), with HAR_CHECK's
  * checksums when `check`. On a call's first step (`headers`) the header
  * goes too, with the block in its message when both are small. The block
  * this rank expects is `expect` bytes, but the receive takes up to
@@ -136,10 +144,15 @@ static har_status_t wait_exchange(har_node_t *node, int n, MPI_Request *req, int
  * int whatever the call's count: a block is at most a chunk, and across
  * nodes a chunk is at most HAR_SLOT_BYTES, itself at most 1 GiB (plan.c). */
 static har_status_t exchange(har_node_t *node, char *send, size_t send_bytes, char *recv, size_t expect,
-                             size_t recv_bytes, int to, int from, MPI_Comm ring, int headers, int check,
-                             har_mem_kind_t kind)
+                             size_t recv_bytes, int to, int from, int headers, int check, har_mem_kind_t kind,
+                             const char *step)
 {
+    MPI_Comm ring = node->notice_comm;
     struct har_ring_msgs *m = node->ring_msgs;
+#ifdef HAR_TEST_HOOKS
+    if (HAR_CFG(test_corrupt_ring).i == node->rank && send_bytes > 0 && kind == HAR_MEM_HOST)
+        send[0] ^= 0x40;  /* in flight: after its checksum */
+#endif
     /* Slots: 0, 1 the block, or the header's message; 2, 3 the checksums;
      * 4, 5 a block that travels apart from its header. Receives are even. */
     MPI_Request req[6] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL,
@@ -153,7 +166,7 @@ static har_status_t exchange(har_node_t *node, char *send, size_t send_bytes, ch
         m->out.h.packed_bytes = packed ? (int32_t)send_bytes : -1;
         har_status_t st = packed ? har_mem_copy(m->out.block, HAR_MEM_HOST, send, kind, send_bytes) : HAR_OK;
         if (st != HAR_OK) {
-            har_node_fail(node, st, -1, "ring");
+            har_node_fail(node, st, -1, step);
             return st;
         }
         size_t out_bytes = sizeof m->out.h + (packed ? send_bytes : 0);
@@ -167,12 +180,12 @@ static har_status_t exchange(har_node_t *node, char *send, size_t send_bytes, ch
         rc = PMPI_Irecv(&m->came, (int)sizeof m->came, MPI_BYTE, from, CHECK_TAG, ring, &req[2]);
     if (rc == MPI_SUCCESS && check)
         rc = PMPI_Isend(&m->sent, (int)sizeof m->sent, MPI_BYTE, to, CHECK_TAG, ring, &req[3]);
-    if (!headers) return wait_exchange(node, 4, req, rc);
+    if (!headers) return wait_exchange(node, 4, req, rc, from, step);
     /* The header first. Only if the left's call differs from this one does
      * its block come otherwise than expected: then the block receive is
      * dropped, or posted now (the left's send may wait for it), and the
      * header check fails the call. */
-    har_status_t st = wait_exchange(node, 4, req, rc);
+    har_status_t st = wait_exchange(node, 4, req, rc, from, step);
     if (st != HAR_OK) {
         abandon(2, req + 4);  /* the rest wait_exchange has abandoned */
         return st;
@@ -183,13 +196,13 @@ static har_status_t exchange(har_node_t *node, char *send, size_t send_bytes, ch
         size_t fits = recv_bytes < sizeof m->in.block ? recv_bytes : sizeof m->in.block;
         if ((st = har_mem_copy(recv, kind, m->in.block, HAR_MEM_HOST, (size_t)came < fits ? (size_t)came : fits)) !=
             HAR_OK) {
-            har_node_fail(node, st, -1, "ring");
+            har_node_fail(node, st, -1, step);
             return st;
         }
     } else if (req[4] == MPI_REQUEST_NULL)
         rc = PMPI_Irecv(recv, (int)recv_bytes, MPI_BYTE, from, RING_TAG, ring, &req[4]);
     if (req[4] == MPI_REQUEST_NULL && req[5] == MPI_REQUEST_NULL) return HAR_OK;
-    return wait_exchange(node, 6, req, rc);
+    return wait_exchange(node, 6, req, rc, from, step);
 }
 
 /* HAR_CHECK: does the block that came match the checksum its sender sent? */
@@ -211,7 +224,6 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
     size_t n = b->n, tmp_bytes = b->tmp_bytes;
     const har_call_t *call = b->call;
     int first = b->first;
-    MPI_Comm ring = node->notice_comm;
     int me = node->across_rank, p = node->across_size;
     size_t elem = call->red.elem_size;
     if (p == 1) return HAR_OK;
@@ -227,13 +239,9 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
         har_shard(n, elem, p, (me - s - 1 + 2 * p) % p, &roff, &rlen);
         int headers = first && s == 0;
         if (check) m->sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
-#ifdef HAR_TEST_HOOKS
-        if (HAR_CFG(test_corrupt_ring).i == node->rank && slen > 0 && b->kind == HAR_MEM_HOST)
-            data[soff * elem] ^= 0x40;  /* in flight */
-#endif
         har_status_t st = exchange(node, data + soff * elem, slen * elem, tmp, rlen * elem,
-                                   headers ? tmp_bytes : rlen * elem, right, left, ring, headers, check, b->kind);
-        if (st == HAR_OK && headers) st = check_header(node, &m->out.h, &m->in.h);
+                                   headers ? tmp_bytes : rlen * elem, right, left, headers, check, b->kind, "ring");
+        if (st == HAR_OK && headers) st = check_header(node, &m->out.h, &m->in.h, "ring");
         if (st == HAR_OK && check) st = verify_block(node, tmp, rlen * elem, roff * elem, &m->came, "ring");
         if (st == HAR_OK && b->reduce) st = b->reduce(b->reduce_ctx, data + roff * elem, tmp, rlen);
         else if (st == HAR_OK) call->red.fn(data + roff * elem, tmp, rlen);
@@ -245,12 +253,78 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
         har_shard(n, elem, p, (me - s + p) % p, &roff, &rlen);
         if (check) m->sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
         har_status_t st = exchange(node, data + soff * elem, slen * elem, data + roff * elem, rlen * elem,
-                                   rlen * elem, right, left, ring, 0, check, b->kind);
+                                   rlen * elem, right, left, 0, check, b->kind, "ring");
         if (st == HAR_OK && check) st = verify_block(node, data + roff * elem, rlen * elem, roff * elem, &m->came, "ring");
         if (st != HAR_OK) return st;
     }
     return HAR_OK;
 }
 
-/* Device memory too, where the MPI moves it (har_inter_takes asks). */
-const har_inter_t har_inter_ring = {HAR_PATH_RING, HAR_TAKES_HOST | HAR_TAKES_DEVICE, ring_setup, ring_allreduce};
+/* One exchange of the doubling with `peer`: this rank's first `send_bytes`
+ * go, and `expect` bytes come into `into`; on the call's first block the
+ * headers go both ways, and are checked. */
+static har_status_t swap(har_node_t *node, const har_inter_block_t *b, int peer, size_t send_bytes, char *into,
+                         size_t expect)
+{
+    struct har_ring_msgs *m = node->ring_msgs;
+    int check = node->set->check != 0;
+    if (check) m->sent.sum = har_check_sum(b->data, send_bytes, 0);
+    har_status_t st = exchange(node, b->data, send_bytes, into, expect, b->first ? b->tmp_bytes : expect, peer, peer,
+                               b->first, check, b->kind, "doubling");
+    if (st == HAR_OK && b->first) st = check_header(node, &m->out.h, &m->in.h, "doubling");
+    if (st == HAR_OK && check) st = verify_block(node, into, expect, 0, &m->came, "doubling");
+    return st;
+}
+
+/* The data that came from `peer` (in b->tmp) reduced with this rank's:
+ * the lower rank's operand first, on both sides. */
+static har_status_t combine(const har_inter_block_t *b, int me, int peer)
+{
+    size_t bytes = b->n * b->call->red.elem_size;
+    char *acc = me < peer ? b->data : b->tmp;
+    const char *in = me < peer ? b->tmp : b->data;
+    har_status_t st = HAR_OK;
+    if (b->reduce) st = b->reduce(b->reduce_ctx, acc, in, b->n);
+    else b->call->red.fn(acc, in, b->n);
+    if (st == HAR_OK && acc != b->data) st = har_mem_copy(b->data, b->kind, acc, b->kind, bytes);
+    return st;
+}
+
+static har_status_t doubling_allreduce(har_node_t *node, const har_inter_block_t *b)
+{
+    int me = node->across_rank, p = node->across_size, pow2 = 1;
+    if (p == 1) return HAR_OK;
+    size_t bytes = b->n * b->call->red.elem_size;
+    while (pow2 * 2 <= p) pow2 *= 2;
+    if (b->first) har_arrival_of(&node->ring_msgs->out.h.what, b->call, node->call);
+    har_status_t st = HAR_OK;
+    if (me >= pow2) {
+        /* Past the power of two: the data to rank me - pow2, which reduces
+         * it into its own and sends back the result. */
+        if ((st = swap(node, b, me - pow2, bytes, b->tmp, 0)) != HAR_OK) return st;
+        har_inter_block_t later = *b;
+        later.first = 0;
+        if ((st = swap(node, &later, me - pow2, 0, b->data, bytes)) != HAR_OK) return st;
+        return HAR_OK;
+    }
+    int extra = me + pow2 < p;
+    if (extra && ((st = swap(node, b, me + pow2, 0, b->tmp, bytes)) != HAR_OK || (st = combine(b, me, me + pow2)) !=
+                  HAR_OK))
+        return st;
+    for (int dist = 1; dist < pow2; dist *= 2) {
+        int peer = me ^ dist;
+        if ((st = swap(node, b, peer, bytes, b->tmp, bytes)) != HAR_OK || (st = combine(b, me, peer)) != HAR_OK)
+            return st;
+    }
+    if (extra) {
+        har_inter_block_t later = *b;
+        later.first = 0;
+        st = swap(node, &later, me + pow2, bytes, b->tmp, 0);
+    }
+    return st;
+}
+
+/* Both take device memory too, where the MPI moves it (har_inter_takes asks). */
+const har_inter_t har_inter_ring = {HAR_PATH_RING, HAR_TAKES_HOST | HAR_TAKES_DEVICE, p2p_setup, ring_allreduce};
+const har_inter_t har_inter_doubling = {HAR_PATH_DOUBLING, HAR_TAKES_HOST | HAR_TAKES_DEVICE, p2p_setup,
+                                        doubling_allreduce};

@@ -18,8 +18,10 @@ void har_settings_from(const har_config_t *cfg, har_settings_t *s)
     s->device_one_shot_max = cfg->v[HAR_V_device_one_shot_max].i;
     s->nccl_min_bytes = cfg->v[HAR_V_nccl_min_bytes].i;
     s->timeout = cfg->v[HAR_V_timeout].d;
-    static const int inter_paths[] = {HAR_PATH_RING, HAR_PATH_INTER_MPI};  /* HAR_INTER's words, in order */
+    static const int inter_paths[] = {HAR_INTER_AUTO, HAR_PATH_RING, HAR_PATH_DOUBLING,
+                                      HAR_PATH_INTER_MPI};  /* HAR_INTER's words, in order */
     s->inter_path = inter_paths[cfg->v[HAR_V_inter].i];
+    s->doubling_max = cfg->v[HAR_V_doubling_max].i;
     s->check = (int)cfg->v[HAR_V_check].i;
     s->algo = (unsigned)cfg->v[HAR_V_algo].i;
 }
@@ -129,14 +131,23 @@ har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s)
     p.engine = engine ? __builtin_ctz(engine) : HAR_PATH_MPI;
     p.one_shot = (chosen & HAR_BIT(ONE_SHOT)) != 0;
     p.paths = chosen;
-    if (in->nnodes > 1 && p.engine != HAR_PATH_MPI)
-        p.paths |= (in->uniform ? HAR_BIT(RAILS) : HAR_BIT(LEADER)) | (1u << s->inter_path);
+    p.inter = in->nnodes > 1 && p.engine != HAR_PATH_MPI ? har_plan_inter(in->bytes, s) : -1;
+    if (p.inter >= 0) p.paths |= (in->uniform ? HAR_BIT(RAILS) : HAR_BIT(LEADER)) | (1u << p.inter);
     /* Across nodes the rails pair ranks of nodes that may use different
      * engines: all chunk by the smaller slot, from settings all share. */
     size_t host = (size_t)s->slot_bytes, dev = (size_t)s->device_slot_bytes;
     if (in->nnodes > 1) p.chunk_bytes = host < dev ? host : dev;
     else p.chunk_bytes = engine && in->engine_set->by_path[p.engine]->device_slot ? dev : host;
     return p;
+}
+
+/* Recursive doubling crosses in log2(nodes) steps of the whole block (one
+ * more each way where the count of nodes is no power of two), the ring in
+ * 2(nodes-1) steps of 1/nodes of it: small calls are worth the steps. */
+int har_plan_inter(uint64_t bytes, const har_settings_t *s)
+{
+    if (s->inter_path != HAR_INTER_AUTO) return s->inter_path;
+    return bytes <= (uint64_t)s->doubling_max ? HAR_PATH_DOUBLING : HAR_PATH_RING;
 }
 
 int har_plan_grid(int per_sm, int ctx_sms, int gpu_sms, int clients, int max_blocks)

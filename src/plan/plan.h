@@ -15,13 +15,16 @@
  * derived into the form the plan and the engines use. */
 typedef struct {
     long long node_size, min_bytes, max_bytes, slot_bytes, one_shot_max;
-    long long device_slot_bytes, device_one_shot_max, nccl_min_bytes;
+    long long device_slot_bytes, device_one_shot_max, nccl_min_bytes, doubling_max;
     double timeout;
-    int inter_path, check;      /* inter_path: the transport between nodes, HAR_PATH_RING or HAR_PATH_INTER_MPI */
+    int inter_path, check;      /* inter_path: HAR_INTER's transport between nodes (HAR_PATH_RING, _DOUBLING or
+                                 * _INTER_MPI), or HAR_INTER_AUTO: by the call's size (har_plan_inter) */
     unsigned algo;              /* HAR_ALGO: paths every plan must show where one can; 0: auto */
     int ntune;
     har_tune_row_t tune[HAR_TUNE_MAX_ROWS];
 } har_settings_t;
+
+#define HAR_INTER_AUTO (-1)
 
 /* Everything but the table, from a configuration's values. */
 HAR_HIDDEN void har_settings_from(const har_config_t *cfg, har_settings_t *s);
@@ -81,11 +84,15 @@ typedef struct {
     int engine;                 /* HAR_PATH_MPI, _HOST_SEGMENT, _IPC or _NCCL */
     int one_shot;
     size_t chunk_bytes;         /* one pass through a slot; the same for both segments across nodes */
+    int inter;                  /* across nodes, the transport's path (HAR_PATH_RING, _DOUBLING, _INTER_MPI) */
     unsigned paths;             /* engine, shot and inter-node paths: what the counters show */
     const har_tune_row_t *row;  /* the table row that decided, if one did */
 } har_plan_t;
 
 HAR_HIDDEN har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s);
+/* The transport between nodes of a call of `bytes`: every node plans it
+ * alike, from the call's size and rank 0's settings. */
+HAR_HIDDEN int har_plan_inter(uint64_t bytes, const har_settings_t *s);
 /* The candidate plans' path masks, in the order the thresholds prefer them;
  * returns how many (at most HAR_PLAN_MAX). */
 #define HAR_PLAN_MAX (2 * HAR_PATH_COUNT)

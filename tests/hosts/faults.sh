@@ -97,6 +97,7 @@ hook_kill() {  # hook_kill VICTIM:POINT[:N] HOST
 }
 hcheck "a rank on h1 killed in the ring (HAR_TEST_KILL=1:ring:2): the others fail naming it and its host$only" hook_kill 1:ring:2 h1
 hcheck "a rank on h2 killed before signalling its input (HAR_TEST_KILL=3:input:2)$only" hook_kill 3:input:2 h2
+hcheck "a rank on h2 killed in the recursive doubling (HAR_TEST_KILL=2:doubling:1)$only" hook_kill 2:doubling:1 h2
 
 # --- kill -9 from outside, inside h2's PID namespace -----------------------
 outside_kill() {  # outside_kill [hosts-run options]

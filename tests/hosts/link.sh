@@ -15,7 +15,7 @@ bytes() {
         awk -v lo="$3" -v hi="$4" '{ n++; if ($1 < lo || $1 > hi) bad++ } END { exit !(n > 0 && !bad) }'
 }
 counted() {  # counted N R: N hosts of R ranks, 4 MiB x 5 calls
-    env HAR_REQUIRE_PATH=ring $hosts "$1" "$2" -- "$prog" --bytes 4194304 --calls 5 > "$tmp/log" 2>&1
+    env HAR_INTER=ring HAR_REQUIRE_PATH=ring $hosts "$1" "$2" -- "$prog" --bytes 4194304 --calls 5 > "$tmp/log" 2>&1
     rc=$?
     cat "$tmp/log"
     # har's ring sends 2(N-1)/N of the node's data and a little more

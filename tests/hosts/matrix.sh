@@ -17,9 +17,9 @@ echo "# seed $seed (HAR_TEST_SEED=$seed repeats the sampled runs)"
 # logs each rank's node), and names the hosts.
 nodes() {
     env HAR_VERBOSE=2 $hosts 2 2 -- "$prog" --counts 7 --types int --ops sum --comms 1 --no-mpi-cases \
-        --expect rails,ring > "$tmp/a" 2>&1 &&
+        --expect rails,doubling > "$tmp/a" 2>&1 &&
         env HAR_VERBOSE=2 $hosts --ranks 1,2,3 -- "$prog" --counts 7 --types int --ops sum --comms 1 --no-mpi-cases \
-        --expect leader,ring > "$tmp/b" 2>&1
+        --expect leader,doubling > "$tmp/b" 2>&1
     s=$?
     cat "$tmp/a" "$tmp/b"
     [ $s = 0 ] && [ "$(grep -c "communicator of 4 ranks: node [01] of 2," "$tmp/a")" = 4 ] &&
@@ -29,15 +29,20 @@ nodes() {
 hcheck "har finds 2 nodes on 2 hosts of 2 ranks and 3 on hosts of 1, 2 and 3 (no HAR_NODE_SIZE)" nodes
 # World and duplicate span the hosts alike; the halves have one rank per
 # host (rails) and the reversed subset uneven hosts (leader): every one
-# crosses hosts, so every call shows the ring.
-hcheck "2 hosts of 2: full matrix, rails and ring (world, duplicate)" \
-    $hosts 2 2 -- "$prog" --counts 0,1,7,63,64,1000,65537 --expect rails,ring --comms 2
+# crosses hosts, so every call shows the transport its size takes
+# (--expect across: recursive doubling up to 32 KiB, the ring above).
+hcheck "2 hosts of 2: full matrix, rails, doubling and ring (world, duplicate)" \
+    $hosts 2 2 -- "$prog" --counts 0,1,7,63,64,1000,65537 --expect rails,across --comms 2
 hcheck "2 hosts of 2: every communicator, counts above the slot, sampled (seed $seed)" \
     $hosts 2 2 -- "$prog" --counts 65537,300001 --sample 4 --seed "$seed" --expect ring --comms 4
-hcheck "hosts of 1, 2 and 3 ranks: leader mode and ring, sampled (seed $seed)" \
-    $hosts --ranks 1,2,3 -- "$prog" --counts $counts --sample 10 --seed "$seed" --expect leader,ring --comms 2
-hcheck "4 hosts of 1: ring between single ranks" \
-    $hosts 4 1 -- "$prog" --counts 1,7,1000,65537 --expect rails,ring --comms 2
+hcheck "hosts of 1, 2 and 3 ranks: leader mode, doubling and ring, sampled (seed $seed)" \
+    $hosts --ranks 1,2,3 -- "$prog" --counts $counts --sample 10 --seed "$seed" --expect leader,across --comms 2
+hcheck "4 hosts of 1: doubling and ring between single ranks" \
+    $hosts 4 1 -- "$prog" --counts 1,7,1000,65537 --expect rails,across --comms 2
+# Three nodes are no power of two: the third hands its data to the first and
+# gets the result back. Every size, chunked ones too, by HAR_INTER=doubling.
+hcheck "3 hosts of 1, every call by recursive doubling (HAR_INTER=doubling), sampled (seed $seed)" \
+    env HAR_INTER=doubling $hosts 3 1 -- "$prog" --counts $counts --sample 10 --seed "$seed" --expect rails,doubling --comms 2
 hcheck "4 hosts of 1, counts above the slot, sampled (seed $seed)" \
     $hosts 4 1 -- "$prog" --counts 300001 --sample 3 --seed "$seed" --expect rails,ring --comms 4
 # As in tests/mpi/matrix.sh, HAR_INTER=mpi keeps to the types both MPIs reduce right.
@@ -52,7 +57,7 @@ preloaded() {
     env HAR_VERBOSE=1 $hosts --lib "$top_builddir/.libs/libhar.so" 2 2 -- "$bin/mpi/plain_app" > "$tmp/a" 2>&1
     s=$?
     cat "$tmp/a"
-    [ $s = 0 ] && [ "$(grep -c "calls per path:.* rails=[1-9].* ring=[1-9]" "$tmp/a")" = 4 ]
+    [ $s = 0 ] && [ "$(grep -Ec "calls per path:.* rails=[1-9].* (ring|doubling)=[1-9]" "$tmp/a")" = 4 ]
 }
 hcheck "an unmodified program with libhar.so preloaded (--lib): har serves it across 2 hosts" preloaded
 
@@ -61,9 +66,9 @@ hcheck "an unmodified program with libhar.so preloaded (--lib): har serves it ac
 for k in 1 2 3; do
     s=$((seed + k))
     hcheck "soak, 2 hosts of 2, seed $s: every result right" \
-        $hosts 2 2 -- "$prog" --counts 1,63,1000,4097,65537,300001 --sample 12 --seed "$s" --comms 4 --expect ring
+        $hosts 2 2 -- "$prog" --counts 1,63,1000,4097,65537,300001 --sample 12 --seed "$s" --comms 4 --expect across
     hcheck "soak, hosts of 2, 1 and 1, seed $s: every result right" \
-        $hosts --ranks 2,1,1 -- "$prog" --counts 1,63,1000,4097,65537,300001 --sample 12 --seed "$s" --comms 4 --expect ring
+        $hosts --ranks 2,1,1 -- "$prog" --counts 1,63,1000,4097,65537,300001 --sample 12 --seed "$s" --comms 4 --expect across
 done
 
 # --shared-net needs unshare and nsenter only: ip and tc are kept off PATH.
@@ -73,7 +78,7 @@ for f in /usr/local/bin/* /usr/bin/* /usr/sbin/* /bin/* /sbin/*; do
 done
 shared() {
     env PATH="$tmp/path" HAR_VERBOSE=2 $hosts --shared-net 2 2 -- "$prog" --counts 1,1000,65537 --comms 2 \
-        --expect rails,ring > "$tmp/a" 2>&1
+        --expect rails,across > "$tmp/a" 2>&1
     s=$?
     cat "$tmp/a"
     [ $s = 0 ] && ! PATH="$tmp/path" command -v ip && ! PATH="$tmp/path" command -v tc &&

@@ -31,12 +31,12 @@ check "CUDA node: two-shot calls take two steps" \
     env $cuda HAR_ONE_SHOT_MAX=0 $mpi 3 "$prog" --counts 1,7,1000,65537 --expect two_shot --comms 2 --steps 2
 check "CUDA node, 3 ranks: full matrix on the host segment" \
     env $cuda $mpi 3 "$prog" --counts $counts --expect host_segment
-check "CUDA node, 4 ranks as 2 nodes of 2: rails and ring" \
-    env $cuda HAR_NODE_SIZE=2 $mpi 4 "$prog" --counts $counts --expect rails,ring --comms 2
-check "CUDA node, 4 ranks as nodes of 3+1: leader and ring" \
-    env $cuda HAR_NODE_SIZE=3 $mpi 4 "$prog" --counts $counts --sample 3 --seed "$seed" --expect leader,ring --comms 2
+check "CUDA node, 4 ranks as 2 nodes of 2: rails, doubling and ring" \
+    env $cuda HAR_NODE_SIZE=2 $mpi 4 "$prog" --counts $counts --expect rails,across --comms 2
+check "CUDA node, 4 ranks as nodes of 3+1: leader, doubling and ring" \
+    env $cuda HAR_NODE_SIZE=3 $mpi 4 "$prog" --counts $counts --sample 3 --seed "$seed" --expect leader,across --comms 2
 check "CUDA node, 4 KiB slots: many chunks per call" \
     env $cuda HAR_SLOT_BYTES=4K $mpi 3 "$prog" --counts 1,1000,65537 --expect host_segment
 check "CUDA node on one rank of two pretend nodes only (rank 0 from call 0): every result right" \
-    env HAR_TEST_CUDA_AT=0:0 HAR_NODE_SIZE=2 $mpi 4 "$prog" --counts $counts --sample 3 --seed "$seed" --expect ring --comms 2
+    env HAR_TEST_CUDA_AT=0:0 HAR_NODE_SIZE=2 $mpi 4 "$prog" --counts $counts --sample 3 --seed "$seed" --expect across --comms 2
 done_testing

@@ -11,7 +11,9 @@ counts=1,7,63,1000,65537,300001
 check "HAR_CHECK=1, 3 ranks: the matrix, no false alarm" \
     env HAR_CHECK=1 $mpi 3 "$prog" --counts $counts --sample 2 --seed 7 --expect host_segment
 check "HAR_CHECK=1, 2 pretend nodes of 2: the matrix, no false alarm" \
-    env HAR_CHECK=1 HAR_NODE_SIZE=2 $mpi 4 "$prog" --counts $counts --sample 2 --seed 7 --comms 2 --expect ring
+    env HAR_CHECK=1 HAR_NODE_SIZE=2 $mpi 4 "$prog" --counts $counts --sample 2 --seed 7 --comms 2 --expect across
+check "HAR_CHECK=1, 3 pretend nodes of 1, HAR_INTER=doubling: the matrix, no false alarm" \
+    env HAR_CHECK=1 HAR_NODE_SIZE=1 HAR_INTER=doubling $mpi 3 "$prog" --counts $counts --sample 2 --seed 7 --expect doubling
 check "HAR_CHECK=1, nodes of 3+1 (leader): the matrix, no false alarm" \
     env HAR_CHECK=1 HAR_NODE_SIZE=3 $mpi 4 "$prog" --counts $counts --sample 3 --seed 7 --comms 2 --expect leader
 
@@ -31,6 +33,8 @@ fault "a corrupted input slot, one node" "rank 1 (world rank 1) published shard"
 fault "a corrupted input slot, 2 pretend nodes" "rank 2 (world rank 2) published shard" \
     HAR_TEST_CORRUPT_SLOT=2:3 HAR_NODE_SIZE=2 $mpi 4
 fault "a ring block corrupted in flight" "rank 3 (world rank 3) sent a block" HAR_TEST_CORRUPT_RING=3 HAR_NODE_SIZE=2 $mpi 4
+fault "a block of the doubling corrupted in flight" "rank 3 (world rank 3) sent a block" \
+    HAR_TEST_CORRUPT_RING=3 HAR_INTER=doubling HAR_NODE_SIZE=1 $mpi 5
 fault "one rank's result differing from the others'" "the result of rank 1 (world rank 1) differs" \
     HAR_TEST_CORRUPT=1:3 $mpi 3
 done_testing

@@ -10,6 +10,9 @@
  *   check_allreduce [--seed S] [--sample K] [--counts a,b,..] [--expect p1,p2]
  *                   [--comms N] [--no-mpi-cases] [--any-path] [--types t1,t2] [--ops o1,o2]
  *                   [--steps N] [--device [--mixed] [--host-first] [--other-gpu]] [--managed]
+ * --expect across: the transport between nodes that the README's rule
+ * gives for the call's size: HAR_INTER's, else doubling up to
+ * HAR_DOUBLING_MAX bytes (default 32 KiB) and the ring above.
  * --steps N: every case took exactly N node synchronisation steps (the test
  * build's har_test_steps). --host-first: a host all-reduce on every
  * communicator before the GPU is picked (the start-up order many
@@ -200,12 +203,27 @@ static int world_rank;
 static unsigned long long before[MAX_COUNTERS];
 static int ncounters, seen_at, mpi_at;
 static int expect_paths[MAX_COUNTERS], nexpect, expect_mpi, any_path;
+static int expect_across; /* --expect across: its place in expect_paths + 1, or 0 */
 static long expect_steps = -1;
+
+/* The transport between nodes a call of `bytes` takes, by the README's
+ * rule, from the same variables the library reads. */
+static int across_path(size_t bytes)
+{
+    const char *inter = getenv("HAR_INTER"), *max = getenv("HAR_DOUBLING_MAX");
+    if (inter && strcmp(inter, "auto"))
+        return har_counter_index(!strcmp(inter, "mpi") ? "inter_mpi" : inter);
+    char *end = NULL;
+    double limit = max ? strtod(max, &end) : 32768;
+    if (end && *end) limit *= *end == 'K' || *end == 'k' ? 1024.0 : *end == 'M' || *end == 'm' ? 1048576.0 : 1073741824.0;
+    return har_counter_index(bytes <= limit ? "doubling" : "ring");
+}
 unsigned long long har_test_steps(void);  /* the test build of libhar */
 
 /* Paths that served the last call, checked against what was expected. */
-static int check_paths(int mpi_expected, char *why, size_t len)
+static int check_paths(int mpi_expected, size_t bytes, char *why, size_t len)
 {
+    if (expect_across) expect_paths[expect_across - 1] = across_path(bytes);
     unsigned long long now[MAX_COUNTERS];
     har_counters(now, MAX_COUNTERS);
     int ok = now[seen_at] == before[seen_at] + 1;
@@ -313,7 +331,7 @@ static int run_case(comm_t *c, const type_t *t, const op_t *o, size_t count, int
     for (size_t i = 0; ok && i < count; i += i < 256 ? 1 : stride)
         if (!check_elem(t, o->op, in, size, i, out + i * (size_t)t->size, seed) && bad++ == 0) first_bad = i;
     if (bad) { ok = 0; snprintf(why, sizeof why, "%zu wrong elements, first at %zu", bad, first_bad); }
-    if (ok && !check_paths(mpi_expected || count == 0, why, sizeof why)) ok = 0;
+    if (ok && !check_paths(mpi_expected || count == 0, bytes, why, sizeof why)) ok = 0;
     /* Bitwise identity across ranks is checked once per communicator at the
      * end, over a running hash of every result (fewer MPI calls: MPICH
      * busy-polls, and oversubscribed ranks would wait on each other). */
@@ -342,26 +360,26 @@ static int mpi_cases(MPI_Comm comm)
     long double ld = rank + 1, ld_out = 0;
     har_counters(before, MAX_COUNTERS);
     MPI_Allreduce(&ld, &ld_out, 1, MPI_LONG_DOUBLE, MPI_SUM, comm);
-    ok &= ld_out == (long double)size * (size + 1) / 2 && check_paths(1, why, sizeof why);
+    ok &= ld_out == (long double)size * (size + 1) / 2 && check_paths(1, 0, why, sizeof why);
     double complex z = rank + 1.0 * I, z_out;
     har_counters(before, MAX_COUNTERS);
     MPI_Allreduce(&z, &z_out, 1, MPI_C_DOUBLE_COMPLEX, MPI_SUM, comm);
-    ok &= creal(z_out) == size * (size - 1) / 2.0 && cimag(z_out) == size && check_paths(1, why, sizeof why);
+    ok &= creal(z_out) == size * (size - 1) / 2.0 && cimag(z_out) == size && check_paths(1, 0, why, sizeof why);
     struct { double v; int i; } pair = {rank * 1.5, rank}, pair_out;
     har_counters(before, MAX_COUNTERS);
     MPI_Allreduce(&pair, &pair_out, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm);
-    ok &= pair_out.i == size - 1 && check_paths(1, why, sizeof why);
+    ok &= pair_out.i == size - 1 && check_paths(1, 0, why, sizeof why);
     MPI_Op op;
     MPI_Op_create(user_sum, 1, &op);
     int v[3] = {rank, 1, 2 * rank}, v_out[3];
     har_counters(before, MAX_COUNTERS);
     MPI_Allreduce(v, v_out, 3, MPI_INT, op, comm);
-    ok &= v_out[1] == size && v_out[0] == size * (size - 1) / 2 && check_paths(1, why, sizeof why);
+    ok &= v_out[1] == size && v_out[0] == size * (size - 1) / 2 && check_paths(1, 0, why, sizeof why);
     MPI_Op_free(&op);
     struct { short v; int i; } spair = {(short)(10 - rank), rank}, spair_out;
     har_counters(before, MAX_COUNTERS);
     MPI_Allreduce(&spair, &spair_out, 1, MPI_SHORT_INT, MPI_MINLOC, comm);
-    ok &= spair_out.i == size - 1 && check_paths(1, why, sizeof why);
+    ok &= spair_out.i == size - 1 && check_paths(1, 0, why, sizeof why);
     if (!ok) fprintf(stderr, "FAIL rank %d: a case for the MPI was wrong or not served by it\n", world_rank);
     return ok;
 }
@@ -415,6 +433,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--expect") && a + 1 < argc) {
             char *list = argv[++a];
             for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+                if (!strcmp(tok, "across")) {
+                    expect_across = ++nexpect;  /* its place in expect_paths, + 1: set per call */
+                    continue;
+                }
                 int p = har_counter_index(tok);
                 if (p < 0) { fprintf(stderr, "unknown path %s\n", tok); MPI_Abort(MPI_COMM_WORLD, 2); }
                 expect_paths[nexpect++] = p;

@@ -77,6 +77,8 @@ kill_case "killed before signalling its input (two-shot)" 3:input:2 died
 kill_case "killed before signalling its reduced shard" 1:shard:2 died
 kill_case "killed in the ring of the first two-shot call" 1:ring:2 died
 kill_case "killed in the ring, later" 3:ring:7 died
+kill_case "killed in the recursive doubling of the first call" 1:doubling:1 died
+kill_case "killed in the recursive doubling, later" 2:doubling:4 died
 kill_case "killed while freeing the communicator" 0:free none
 kill_case "killed in MPI_Finalize" 3:finalize none
 done_testing

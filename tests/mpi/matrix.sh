@@ -1,8 +1,9 @@
 #!/bin/sh
 # The correctness matrix through har's host path: every served type and op,
 # odd counts and counts above the slot, MPI_IN_PLACE, several communicators,
-# one node and pretend nodes (rails, leader), both inter-node engines, with
-# the serving path asserted. Full matrix up to 4 ranks, seeded samples above.
+# one node and pretend nodes (rails, leader), every inter-node transport
+# (--expect across: the one the call's size takes), with the serving path
+# asserted. Full matrix up to 4 ranks, seeded samples above.
 . "$top_srcdir/tests/lib.sh"
 prog="$bin/mpi/check_allreduce"
 counts=0,1,7,63,64,1000,65537,300001
@@ -17,12 +18,25 @@ check "np 2 one node: small calls one-shot" \
     $mpi 2 "$prog" --counts 1,7,63,64,1000 --expect one_shot --comms 2
 check "np 3 one node: two-shot forced, every communicator" \
     env HAR_ONE_SHOT_MAX=0 $mpi 3 "$prog" --counts $counts --expect two_shot
-check "np 4 as 2 nodes of 2: rails and ring" \
-    env HAR_NODE_SIZE=2 $mpi 4 "$prog" --counts $counts --expect rails,ring --comms 2
-check "np 4 as nodes of 3+1: leader and ring" \
-    env HAR_NODE_SIZE=3 $mpi 4 "$prog" --counts $counts --expect leader,ring --comms 2
-check "np 4 as 4 nodes of 1: ring between single ranks" \
-    env HAR_NODE_SIZE=1 $mpi 4 "$prog" --counts 1,7,1000,65537 --expect rails,ring --comms 2
+check "np 4 as 2 nodes of 2: rails, doubling and ring" \
+    env HAR_NODE_SIZE=2 $mpi 4 "$prog" --counts $counts --expect rails,across --comms 2
+check "np 4 as nodes of 3+1: leader, doubling and ring" \
+    env HAR_NODE_SIZE=3 $mpi 4 "$prog" --counts $counts --expect leader,across --comms 2
+check "np 4 as 4 nodes of 1: doubling and ring between single ranks" \
+    env HAR_NODE_SIZE=1 $mpi 4 "$prog" --counts 1,7,1000,65537 --expect rails,across --comms 2
+# Recursive doubling at every size (chunked calls too) on 3, 5, 6 and 7
+# nodes, no power of two: the ranks past it hand their data in and get
+# the result back; and the ring at every size.
+for np in 3 5 6 7; do
+    check "np $np as nodes of 1, HAR_INTER=doubling: sampled (seed $seed)" \
+        env HAR_NODE_SIZE=1 HAR_INTER=doubling $mpi $np "$prog" --counts $counts --sample 12 --seed "$seed" --expect rails,doubling
+done
+check "np 3 as nodes of 1, HAR_INTER=ring: sampled (seed $seed)" \
+    env HAR_NODE_SIZE=1 HAR_INTER=ring $mpi 3 "$prog" --counts $counts --sample 12 --seed "$seed" --expect rails,ring
+check "np 4 as 2 nodes of 2, HAR_DOUBLING_MAX=0: the ring at every size" \
+    env HAR_NODE_SIZE=2 HAR_DOUBLING_MAX=0 $mpi 4 "$prog" --counts 1,1000 --expect rails,ring --comms 2
+check_fails "a wrong --expect fails (the ring for a small call)" "FAIL rank" \
+    env HAR_NODE_SIZE=1 $mpi 2 "$prog" --counts 7 --types int --no-mpi-cases --expect ring
 # HAR_INTER=mpi inherits the MPI's own reductions: Debian's Open MPI 4.1.4
 # sums 8- and 16-bit integers wrongly (op/avx) and gets MPI_UNSIGNED_LONG
 # min/max wrong; Debian's MPICH 4.0.2 compares unsigned 32- and 64-bit
@@ -49,13 +63,13 @@ check_fails "HAR_TEST_CORRUPT=1:3 (one element on rank 1) is caught" "FAIL rank 
 for np in 5 6 7 8; do
     for node in 2 3; do
         check "np $np as nodes of $node: sampled (seed $seed)" \
-            env HAR_NODE_SIZE=$node $mpi $np "$prog" --counts $counts --sample 25 --seed "$seed" --expect ring --comms 2
+            env HAR_NODE_SIZE=$node $mpi $np "$prog" --counts $counts --sample 25 --seed "$seed" --expect across --comms 2
     done
 done
 check "np 6 as nodes of 4+2: leader mode, sampled (seed $seed)" \
-    env HAR_NODE_SIZE=4 $mpi 6 "$prog" --counts $counts --sample 25 --seed "$seed" --expect leader,ring --comms 2
+    env HAR_NODE_SIZE=4 $mpi 6 "$prog" --counts $counts --sample 25 --seed "$seed" --expect leader,across --comms 2
 check "np 8 as nodes of 4: rails, sampled (seed $seed)" \
-    env HAR_NODE_SIZE=4 $mpi 8 "$prog" --counts $counts --sample 25 --seed "$seed" --expect rails,ring --comms 2
+    env HAR_NODE_SIZE=4 $mpi 8 "$prog" --counts $counts --sample 25 --seed "$seed" --expect rails,across --comms 2
 # Device engines size their kernels by the job's ranks on each machine
 # (any may share a GPU): counted at MPI_Init over the world, pretend nodes
 # and every communicator alike.

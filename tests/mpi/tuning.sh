@@ -34,8 +34,8 @@ for region in "7,64 host_segment+two_shot" "65,1000,16384 host_segment+one_shot"
 done
 check "HAR_TUNING table: 3 ranks read their own row (mpi at every size)" \
     env HAR_TUNING="$tmp/table" $mpi 3 "$prog" --counts 7,1000 --types int --comms 1 --expect mpi
-check "HAR_TUNING table: 4 ranks as 2 nodes of 2: rows cannot hand calls to the MPI across nodes (two-shot, ring)" \
-    env HAR_TUNING="$tmp/table" HAR_NODE_SIZE=2 $mpi 4 "$prog" --counts 7,1000 --types int --comms 2 --expect two_shot,ring
+check "HAR_TUNING table: 4 ranks as 2 nodes of 2: rows cannot hand calls to the MPI across nodes (two-shot, doubling)" \
+    env HAR_TUNING="$tmp/table" HAR_NODE_SIZE=2 $mpi 4 "$prog" --counts 7,1000 --types int --comms 2 --expect two_shot,doubling
 
 # Rows name the machine class they were measured on.
 $mpi 2 "$info" > "$tmp/info" 2>&1

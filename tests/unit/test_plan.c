@@ -170,14 +170,19 @@ static void check_plan(const har_plan_in_t *in, const har_settings_t *s)
     CHECK((p.paths & engine_bit) && (p.engine == HAR_PATH_MPI || har_engine_set()->by_path[p.engine]),
           "plan engine %d not among its paths %#x", p.engine, p.paths);
     CHECK(p.one_shot == !!(p.paths & B(ONE_SHOT)), "one_shot %d but paths %#x", p.one_shot, p.paths);
-    int inter = !!(p.paths & (B(RAILS) | B(LEADER) | B(RING) | B(INTER_MPI)));
+    int inter = !!(p.paths & (B(RAILS) | B(LEADER) | B(RING) | B(DOUBLING) | B(INTER_MPI)));
     CHECK(inter == (in->nnodes > 1 && p.engine != HAR_PATH_MPI),
           "nodes=%d engine %d: inter-node paths %#x", in->nnodes, p.engine, p.paths);
+    /* The transport: HAR_INTER's, or by size, doubling up to HAR_DOUBLING_MAX. */
+    int transport = s->inter_path != HAR_INTER_AUTO ? s->inter_path
+                    : in->bytes <= (uint64_t)s->doubling_max ? HAR_PATH_DOUBLING : HAR_PATH_RING;
     if (inter)
         CHECK((p.paths & B(RAILS)) == (in->uniform ? B(RAILS) : 0u) &&
-                  !!(p.paths & B(INTER_MPI)) == (s->inter_path == HAR_PATH_INTER_MPI) &&
-                  !!(p.paths & B(RING)) == (s->inter_path == HAR_PATH_RING),
-              "inter-node paths %#x (uniform %d, inter %d)", p.paths, in->uniform, s->inter_path);
+                  (p.paths & (B(RING) | B(DOUBLING) | B(INTER_MPI))) == 1u << transport && p.inter == transport,
+              "inter-node paths %#x, transport %d (uniform %d, bytes %" PRIu64 ", HAR_INTER %d)", p.paths, p.inter,
+              in->uniform, in->bytes, s->inter_path);
+    else
+        CHECK(p.inter == -1, "no step between nodes, but transport %d", p.inter);
     size_t host = (size_t)s->slot_bytes, dev = (size_t)s->device_slot_bytes;
     size_t chunk = in->nnodes > 1 ? (host < dev ? host : dev) : p.engine == HAR_PATH_IPC ? dev : host;
     CHECK(p.chunk_bytes == chunk, "chunk %zu, want %zu", p.chunk_bytes, chunk);
@@ -397,12 +402,14 @@ int main(int argc, char **argv)
     /* Plans: thresholds at their edges, both inter-node engines, then
      * whatever this environment's HAR_* variables give (table aside). */
     static const long long shots[] = {0, 64, 16384, 1ll << 30};
+    static const int inters[] = {HAR_INTER_AUTO, HAR_PATH_RING, HAR_PATH_DOUBLING, HAR_PATH_INTER_MPI};
     for (size_t o = 0; o < 4; o++)
         for (size_t d = 0; d < 4; d++)
             for (size_t m = 0; m < 4; m++) {
                 har_settings_t s = {.slot_bytes = 1 << 20, .device_slot_bytes = 32 << 20, .one_shot_max = shots[o],
                                     .device_one_shot_max = shots[d], .nccl_min_bytes = shots[m],
-                                    .inter_path = o & 1 ? HAR_PATH_INTER_MPI : HAR_PATH_RING, .check = d == 3 && m == 3,
+                                    .inter_path = inters[(o + d) % 4], .doubling_max = shots[(m + 1) % 4],
+                                    .check = d == 3 && m == 3,
                                     .max_bytes = 1ll << 50};
                 sweep_plans(&s);
             }
