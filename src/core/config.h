@@ -46,6 +46,8 @@ enum { LOCAL = 0, RANK0 = 1 };
       "bytes of each rank's data slot in the CUDA IPC segment (two per rank, GPU memory)")      \
     X(device_one_shot_max, HAR_T_SIZE, "256K", RANK0, 0, 1ll << 50, NULL,                       \
       "largest message on device buffers reduced one-shot on a single node")                    \
+    X(device_host_max, HAR_T_SIZE, "128K", RANK0, 0, 1ll << 50, NULL,                           \
+      "where no tuning-table row fits, device messages across nodes of at most this size go through the host segment (one copy each way) rather than the kernels; 0: never") \
     X(device_pipeline, HAR_T_BOOL, "1", LOCAL, 0, 1, NULL,                                      \
       "across nodes, device chunks overlap: the GPU reduces and copies the next while the host carries one between nodes; 0: one at a time (to compare)") \
     X(algo, HAR_T_CHOICE, "auto", RANK0, 0, 0, "plan",                                          \

@@ -22,6 +22,7 @@ void har_settings_from(const har_config_t *cfg, har_settings_t *s)
                                       HAR_PATH_INTER_MPI};  /* HAR_INTER's words, in order */
     s->inter_path = inter_paths[cfg->v[HAR_V_inter].i];
     s->doubling_max = cfg->v[HAR_V_doubling_max].i;
+    s->device_host_max = cfg->v[HAR_V_device_host_max].i;
     s->check = (int)cfg->v[HAR_V_check].i;
     s->algo = (unsigned)cfg->v[HAR_V_algo].i;
 }
@@ -77,9 +78,15 @@ int har_plan_candidates(const har_plan_in_t *in, const har_settings_t *s, unsign
         const har_engine_traits_t *e = set->by_path[set->ranked[dev][i]];
         if (!(in->engines & (1u << e->path)) || har_plan_why_not(e, in, s)) continue;
         /* Past its first_from size an engine comes first (NCCL passed the
-         * kernels from 32 MiB on 2 H200s); the rest keep their order. */
-        long long from = e->first_from == HAR_NO_SETTING ? 0 : setting(s, e->first_from);
-        int at = from > 0 && in->bytes >= (uint64_t)from ? 0 : k;
+         * kernels from 32 MiB on 2 H200s), and so does one up to its
+         * first_across_max on device buffers across nodes (the host
+         * segment: one copy each way cost less than the kernels and their
+         * copies up to 128 KiB, 2 hosts of 1 rank on an H200); the rest keep
+         * their order. */
+        long long from = setting(s, e->first_from), across_max = setting(s, e->first_across_max);
+        int first = (from > 0 && in->bytes >= (uint64_t)from) ||
+                    (!one_node && in->on_device && across_max > 0 && in->bytes <= (uint64_t)across_max);
+        int at = first ? 0 : k;
         for (int j = k++; j > at; j--) order[j] = order[j - 1];
         order[at] = e;
     }

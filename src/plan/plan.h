@@ -15,7 +15,7 @@
  * derived into the form the plan and the engines use. */
 typedef struct {
     long long node_size, min_bytes, max_bytes, slot_bytes, one_shot_max;
-    long long device_slot_bytes, device_one_shot_max, nccl_min_bytes, doubling_max;
+    long long device_slot_bytes, device_one_shot_max, nccl_min_bytes, doubling_max, device_host_max;
     double timeout;
     int inter_path, check;      /* inter_path: HAR_INTER's transport between nodes (HAR_PATH_RING, _DOUBLING or
                                  * _INTER_MPI), or HAR_INTER_AUTO: by the call's size (har_plan_inter) */
@@ -49,10 +49,12 @@ typedef struct {
     int device_slot;            /* passes through HAR_DEVICE_SLOT_BYTES (else HAR_SLOT_BYTES) */
     /* The thresholds' order: engines by rank, lowest first, except that one
      * whose first_from setting (an offset into har_settings_t) is above 0
-     * comes first for calls of at least that many bytes; one-shot is
-     * preferred up to the one_shot_max setting. */
+     * comes first for calls of at least that many bytes, and one whose
+     * first_across_max setting is above 0 first for calls on device
+     * buffers across nodes of at most that many; one-shot is preferred up
+     * to the one_shot_max setting. */
     int rank;
-    ptrdiff_t first_from, one_shot_max;
+    ptrdiff_t first_from, first_across_max, one_shot_max;
 } har_engine_traits_t;
 
 /* The engines built here, as the plan reads them: by path (NULL for paths

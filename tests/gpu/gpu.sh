@@ -76,7 +76,7 @@ else
     check "4 ranks under MPS, two-shot forced, 1 MiB device slots: chunks of many blocks" \
         env HAR_TIMEOUT=120 HAR_DEVICE_ONE_SHOT_MAX=0 HAR_DEVICE_SLOT_BYTES=1M HAR_REQUIRE_PATH=ipc $mpi 4 "$prog" --device --counts 300001,4194305 --sample 3 --seed $seed $ktypes --no-mpi-cases --expect ipc,two_shot
     check "8 ranks under MPS as 2 pretend nodes of 4: kernels, rails, doubling and the ring carry device data" \
-        env HAR_TIMEOUT=120 HAR_NODE_SIZE=4 $mpi 8 "$prog" --device --counts $mcounts --sample 6 --seed $seed $ktypes --comms 2 --no-mpi-cases --expect ipc,rails,across
+        env HAR_TIMEOUT=120 HAR_NODE_SIZE=4 HAR_DEVICE_HOST_MAX=0 $mpi 8 "$prog" --device --counts $mcounts --sample 6 --seed $seed $ktypes --comms 2 --no-mpi-cases --expect ipc,rails,across
     for np in 4 8; do
         check "stress, $np ranks under MPS: 5000 calls, random sizes and delays, every result checked" \
             env HAR_TIMEOUT=120 HAR_REQUIRE_PATH=ipc $mpi $np "$stress" --iters 5000 --seed $seed --expect ipc
@@ -99,11 +99,17 @@ else
     tap_skip "buffers on another GPU than the current one; ranks each seeing only their own GPU" "needs 2 GPUs"
 fi
 check "2 pretend nodes of 1: kernels, and doubling or the ring carries device data" \
-    env $share HAR_NODE_SIZE=1 $mpi 2 "$prog" --device --counts $counts --sample 2 --seed $seed $ktypes --no-mpi-cases --expect ipc,rails,across
+    env $share HAR_NODE_SIZE=1 HAR_DEVICE_HOST_MAX=0 $mpi 2 "$prog" --device --counts $counts --sample 2 --seed $seed $ktypes --no-mpi-cases --expect ipc,rails,across
 check "4 ranks as 2 nodes of 2: kernels, rails, doubling and ring" \
-    env $share HAR_NODE_SIZE=2 $mpi 4 "$prog" --device --counts $counts --sample 4 --seed $seed $ktypes --comms 2 --no-mpi-cases --expect ipc,rails,across
+    env $share HAR_NODE_SIZE=2 HAR_DEVICE_HOST_MAX=0 $mpi 4 "$prog" --device --counts $counts --sample 4 --seed $seed $ktypes --comms 2 --no-mpi-cases --expect ipc,rails,across
+# Across nodes, device calls up to HAR_DEVICE_HOST_MAX (128 KiB) take the
+# host segment (one copy each way), larger ones the kernels.
+check "4 ranks as 2 nodes of 2, device buffers up to 128 KiB: the host segment" \
+    env $share HAR_NODE_SIZE=2 $mpi 4 "$prog" --device --counts 1,1000,16384 --sample 4 --seed $seed $ktypes --comms 2 --no-mpi-cases --expect host_segment,rails,across
+check "4 ranks as 2 nodes of 2, device buffers past 128 KiB: the kernels" \
+    env $share HAR_NODE_SIZE=2 $mpi 4 "$prog" --device --counts 65537,300001 --sample 4 --seed $seed $ktypes --comms 2 --no-mpi-cases --expect ipc,rails,ring
 check "3 pretend nodes of 1, HAR_INTER=doubling at every size: the third node's data handed in and back" \
-    env $share HAR_NODE_SIZE=1 HAR_INTER=doubling $mpi 3 "$prog" --device --counts $counts --sample 3 --seed $seed $ktypes --no-mpi-cases --expect ipc,rails,doubling
+    env $share HAR_NODE_SIZE=1 HAR_INTER=doubling HAR_DEVICE_HOST_MAX=0 $mpi 3 "$prog" --device --counts $counts --sample 3 --seed $seed $ktypes --no-mpi-cases --expect ipc,rails,doubling
 check "3 ranks as nodes of 2+1: leader mode on the host segment" \
     env HAR_NODE_SIZE=2 $mpi 3 "$prog" --device --counts 1,1000,65537 --sample 3 --seed $seed --comms 2 --no-mpi-cases --expect host_segment,leader
 check "HAR_TEST_IPC_FAIL=1: the kernels' set-up fails, the node disables them alone: $no_ipc" \
@@ -189,14 +195,14 @@ check "stress: $iters calls, random sizes and delays, every result checked" \
 check "stress, first call on host memory before CUDA: $((iters / 5)) calls on the kernels" \
     env $share $mpi 2 "$stress" --iters $((iters / 5)) --seed $seed --expect ipc --host-first
 check "stress, 2 nodes of 2 (kernels around the ring), 64 KiB slots: $((iters / 5)) calls" \
-    env $share HAR_NODE_SIZE=2 HAR_SLOT_BYTES=64K HAR_DEVICE_SLOT_BYTES=1M HAR_INTER=ring $mpi 4 "$stress" --iters $((iters / 5)) --seed $seed --expect ipc --expect ring
+    env $share HAR_NODE_SIZE=2 HAR_SLOT_BYTES=64K HAR_DEVICE_SLOT_BYTES=1M HAR_INTER=ring HAR_DEVICE_HOST_MAX=0 $mpi 4 "$stress" --iters $((iters / 5)) --seed $seed --expect ipc --expect ring
 check "2 nodes of 2, 64 KiB slots, HAR_DEVICE_PIPELINE=0 (one chunk at a time): the same results" \
     env $share HAR_NODE_SIZE=2 HAR_SLOT_BYTES=64K HAR_DEVICE_PIPELINE=0 $mpi 4 "$prog" --device --counts 65537,300001 --sample 4 --seed $seed $ktypes --comms 2 --no-mpi-cases --expect ipc,ring
 # An MPI that moves device memory (tests/gpu/cuda_aware.c stands in for
 # one): the ring gets the device shards as they are, no host copy of har's.
 desc="HAR_MPI_CUDA_P2P=1 under a stand-in CUDA-aware MPI: the ring moves device memory, results checked"
 if selected "$desc"; then
-    env $share HAR_NODE_SIZE=2 HAR_MPI_CUDA_P2P=1 LD_PRELOAD="$top_builddir/tests/gpu/.libs/libcudaaware.so" $mpi 4 "$prog" \
+    env $share HAR_NODE_SIZE=2 HAR_DEVICE_HOST_MAX=0 HAR_MPI_CUDA_P2P=1 LD_PRELOAD="$top_builddir/tests/gpu/.libs/libcudaaware.so" $mpi 4 "$prog" \
         --device --counts 1,1000,65537,300001 --sample 4 --seed $seed $ktypes --comms 2 --no-mpi-cases --expect ipc,across > "$tmp/out" 2>&1
     rc=$?
     [ $rc = 0 ] && grep -q "cuda_aware shim: [1-9][0-9]* device sends" "$tmp/out"
@@ -205,7 +211,7 @@ fi
 tap_result $rc "$desc" "$tmp/out"
 desc="HAR_MPI_CUDA_P2P=1 under the stand-in, 3 pretend nodes of 1, HAR_INTER=doubling: device blocks reduced and copied on the GPU"
 if selected "$desc"; then
-    env $share HAR_NODE_SIZE=1 HAR_INTER=doubling HAR_MPI_CUDA_P2P=1 LD_PRELOAD="$top_builddir/tests/gpu/.libs/libcudaaware.so" $mpi 3 "$prog" \
+    env $share HAR_NODE_SIZE=1 HAR_INTER=doubling HAR_DEVICE_HOST_MAX=0 HAR_MPI_CUDA_P2P=1 LD_PRELOAD="$top_builddir/tests/gpu/.libs/libcudaaware.so" $mpi 3 "$prog" \
         --device --counts 1,1000,65537,300001 --sample 4 --seed $seed $ktypes --no-mpi-cases --expect ipc,doubling > "$tmp/out" 2>&1
     rc=$?
     [ $rc = 0 ] && grep -q "cuda_aware shim: [1-9][0-9]* device sends" "$tmp/out"

@@ -113,6 +113,9 @@ static int can_serve(unsigned choice, const har_plan_in_t *in)
 static int thresholds_order(const har_plan_in_t *in, const har_settings_t *s, unsigned *order)
 {
     int n = 0, one_node = in->nnodes == 1;
+    /* Small device calls across nodes: the host segment first. */
+    if (in->on_device && !one_node && s->device_host_max > 0 && in->bytes <= (uint64_t)s->device_host_max)
+        order[n++] = HOST2;
     if (in->on_device) {
         if (s->nccl_min_bytes > 0 && in->bytes >= (uint64_t)s->nccl_min_bytes) order[n++] = B(NCCL);
         if (one_node && in->bytes <= (uint64_t)s->device_one_shot_max) order[n++] = IPC1, order[n++] = IPC2;
@@ -200,7 +203,9 @@ static void sweep_plans(const har_settings_t *s)
     uint64_t sizes[] = {1, 4, 64, 1000, 1u << 20, (uint64_t)INT_MAX * 8, (uint64_t)s->one_shot_max,
                         (uint64_t)s->one_shot_max + 1, (uint64_t)s->device_one_shot_max,
                         (uint64_t)s->device_one_shot_max + 1, (uint64_t)s->nccl_min_bytes,
-                        (uint64_t)s->nccl_min_bytes - 1};
+                        (uint64_t)s->nccl_min_bytes - 1, (uint64_t)s->doubling_max,
+                        (uint64_t)s->doubling_max + 1, (uint64_t)s->device_host_max,
+                        (uint64_t)s->device_host_max + 1};
     for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++)
         for (size_t l = 0; l < 5; l++)
             for (size_t k = 0; k < 3; k++)
@@ -231,7 +236,7 @@ static void check_table(void)
         "host CPU_X/16 4 1 4096 mpi\n"
         "host * 4 2 inf mpi\n";
     har_settings_t s = {.slot_bytes = 1 << 20, .device_slot_bytes = 32 << 20, .one_shot_max = 16384, .inter_path = HAR_PATH_RING,
-                        .device_one_shot_max = 262144};
+                        .device_one_shot_max = 262144, .device_host_max = 131072};
     int bad = 0;
     s.ntune = har_tune_parse(table, s.tune, HAR_TUNE_MAX_ROWS, &bad);
     CHECK(s.ntune == 6, "table: %d rows, want 6 (bad line %d)", s.ntune, bad);
@@ -252,6 +257,8 @@ static void check_table(void)
         {100, 4, 1, 0, all, "CPU_X/8", HOST1},                 /* other cores per rank: thresholds */
         {5000, 4, 1, 0, all, "CPU_X/16", HOST1},               /* past the host row: thresholds */
         {100, 4, 2, 0, all, "CPU_X/16", HOST2},                /* two nodes: "mpi" is no candidate there */
+        {100, 2, 2, 1, all, "GPU_A/nvlink", HOST2},            /* device, two nodes, small: the host segment */
+        {1u << 20, 2, 2, 1, all, "GPU_A/nvlink", IPC2},        /* past HAR_DEVICE_HOST_MAX: the kernels */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         har_plan_in_t in = {cases[i].bytes, 4, cases[i].local, cases[i].nodes, 1, cases[i].device, 0, HAR_DT_F32,
@@ -409,6 +416,7 @@ int main(int argc, char **argv)
                 har_settings_t s = {.slot_bytes = 1 << 20, .device_slot_bytes = 32 << 20, .one_shot_max = shots[o],
                                     .device_one_shot_max = shots[d], .nccl_min_bytes = shots[m],
                                     .inter_path = inters[(o + d) % 4], .doubling_max = shots[(m + 1) % 4],
+                                    .device_host_max = shots[(o + m) % 4],
                                     .check = d == 3 && m == 3,
                                     .max_bytes = 1ll << 50};
                 sweep_plans(&s);
