@@ -1,9 +1,14 @@
 /* Bytes each rank sends between (pretend) nodes in one all-reduce, counted
- * by the p2pcount shim below har: at most 2(N-1)/N of its shard plus N*128
- * bytes, N nodes. Run with HAR_NODE_SIZE and the shim in LD_PRELOAD. */
+ * by the p2pcount shim below har, N nodes: through the ring at most
+ * 2(N-1)/N of its shard plus N*128 bytes; through recursive doubling at
+ * most one shard per step (log2 of the largest power of two up to N, one
+ * more where N is none) plus 128 bytes per message. Each call must take
+ * the transport the README's rule gives: HAR_INTER's, else doubling up to
+ * 32 KiB. Run with HAR_NODE_SIZE and the shim in LD_PRELOAD. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "har.h"
 
 int main(int argc, char **argv)
@@ -20,7 +25,9 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    int nodes = size / L, fail = 0;
+    int nodes = size / L, fail = 0, pow2 = 1, steps = 0;
+    while (pow2 * 2 <= nodes) pow2 *= 2, steps++;
+    const char *inter = getenv("HAR_INTER");
     const int counts[] = {1, 1000, 65537, 200003};  /* the last spans several chunks */
     for (int k = 0; k < 4; k++) {
         int n = counts[k];
@@ -35,11 +42,14 @@ int main(int argc, char **argv)
         /* Largest shard: the vector's 64-byte units split over L ranks. */
         double units = (double)((size_t)n * sizeof(float) + 63) / 64;
         double shard = (double)((long long)(units + L - 1) / L) * 64;
-        double bound = 2.0 * (nodes - 1) / nodes * shard + 128.0 * nodes;
-        int at = har_counter_index("ring"), ring = paths[at] > paths_before[at];
-        printf("inter_bytes: rank %d count %d: sent %llu bytes, bound %.0f, ring %s\n", rank, n, sent, bound,
-               ring ? "yes" : "NO");
-        fail |= sent > bound || !ring;
+        int doubling = inter && strcmp(inter, "auto") ? !strcmp(inter, "doubling") : n * sizeof(float) <= 32768;
+        double bound = doubling ? (steps + (nodes > pow2)) * shard + 128.0 * (steps + 2)
+                                : 2.0 * (nodes - 1) / nodes * shard + 128.0 * nodes;
+        const char *want = doubling ? "doubling" : "ring";
+        int at = har_counter_index(want), took = paths[at] > paths_before[at];
+        printf("inter_bytes: rank %d count %d: sent %llu bytes, bound %.0f, %s %s\n", rank, n, sent, bound, want,
+               took ? "yes" : "NO");
+        fail |= sent > bound || !took;
         free(v);
     }
     MPI_Finalize();
