@@ -135,7 +135,8 @@ static har_status_t wait_exchange(har_node_t *node, int n, MPI_Request *req, int
 /* One step of `step` (the transport's name): receive from `from`, send to
  * `to` (their places across nodes), with HAR_CHECK's
  * checksums when `check`. On a call's first step (`headers`) the header
- * goes too, with the block in its message when both are small. The block
+ * goes too, with the block in its message when both are small, and the
+ * header that comes is checked against this rank's call. The block
  * this rank expects is `expect` bytes, but the receive takes up to
  * recv_bytes (the whole of tmp): a rank whose call differs may send more,
  * and the header, not a truncated receive, must say so. The blocks are of
@@ -181,13 +182,14 @@ static har_status_t exchange(har_node_t *node, char *send, size_t send_bytes, ch
     if (rc == MPI_SUCCESS && check)
         rc = PMPI_Isend(&m->sent, (int)sizeof m->sent, MPI_BYTE, to, CHECK_TAG, ring, &req[3]);
     if (!headers) return wait_exchange(node, 4, req, rc, from, step);
-    /* The header first. Only if the left's call differs from this one does
-     * its block come otherwise than expected: then the block receive is
-     * dropped, or posted now (the left's send may wait for it), and the
-     * header check fails the call. */
+    /* The header first, checked before any block is waited for: a partner
+     * whose call differs may never take this rank's block (its count made
+     * it take the other transport), and must not hold the failure up.
+     * Failure notices tell it and every other rank. */
     har_status_t st = wait_exchange(node, 4, req, rc, from, step);
+    if (st == HAR_OK) st = check_header(node, &m->out.h, &m->in.h, step);
     if (st != HAR_OK) {
-        abandon(2, req + 4);  /* the rest wait_exchange has abandoned */
+        abandon(2, req + 4);  /* the rest wait_exchange has abandoned, or they are done */
         return st;
     }
     int32_t came = m->in.h.packed_bytes;
@@ -241,7 +243,6 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
         if (check) m->sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
         har_status_t st = exchange(node, data + soff * elem, slen * elem, tmp, rlen * elem,
                                    headers ? tmp_bytes : rlen * elem, right, left, headers, check, b->kind, "ring");
-        if (st == HAR_OK && headers) st = check_header(node, &m->out.h, &m->in.h, "ring");
         if (st == HAR_OK && check) st = verify_block(node, tmp, rlen * elem, roff * elem, &m->came, "ring");
         if (st == HAR_OK && b->reduce) st = b->reduce(b->reduce_ctx, data + roff * elem, tmp, rlen);
         else if (st == HAR_OK) call->red.fn(data + roff * elem, tmp, rlen);
@@ -262,7 +263,7 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
 
 /* One exchange of the doubling with `peer`: this rank's first `send_bytes`
  * go, and `expect` bytes come into `into`; on the call's first block the
- * headers go both ways, and are checked. */
+ * headers go both ways (exchange checks them). */
 static har_status_t swap(har_node_t *node, const har_inter_block_t *b, int peer, size_t send_bytes, char *into,
                          size_t expect)
 {
@@ -271,7 +272,6 @@ static har_status_t swap(har_node_t *node, const har_inter_block_t *b, int peer,
     if (check) m->sent.sum = har_check_sum(b->data, send_bytes, 0);
     har_status_t st = exchange(node, b->data, send_bytes, into, expect, b->first ? b->tmp_bytes : expect, peer, peer,
                                b->first, check, b->kind, "doubling");
-    if (st == HAR_OK && b->first) st = check_header(node, &m->out.h, &m->in.h, "doubling");
     if (st == HAR_OK && check) st = verify_block(node, into, expect, 0, &m->came, "doubling");
     return st;
 }

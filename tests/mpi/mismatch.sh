@@ -3,8 +3,8 @@
 # MPI gives for it (MPI_ERR_TRUNCATE for another count or datatype,
 # MPI_ERR_OP for another op) on every rank, with a message naming the
 # ranks, instead of wrong data or a hang: within a node at the arrival,
-# across nodes from the first ring message. The communicator fails for good
-# after it; another one works.
+# across nodes from the first message between them (ring or doubling).
+# The communicator fails for good after it; another one works.
 . "$top_srcdir/tests/lib.sh"
 prog="$bin/mpi/mismatch"
 for what in count type op; do
@@ -17,9 +17,17 @@ for what in count type op; do
     # header's message; another count or type on the last rank makes its
     # block too large for that, so both kinds of first message meet.
     for n in 100000 100; do
-        check "4 pretend nodes of 1, count $n, another $what on the last rank (found by the ring)" \
+        check "4 pretend nodes of 1, count $n, another $what on the last rank (found between nodes)" \
             sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between nodes" "$0"' \
             "$tmp/o" env HAR_NODE_SIZE=1 $mpi 4 "$prog" $what --last --count $n
+    done
+    # 8192 ints are 32 KiB, doubling's last size: twice that takes the
+    # ring, so the two sides run different transports and must still meet.
+    [ $what = op ] && continue
+    for np in 4 8; do
+        check "$np pretend nodes of 1, count 8192, another $what on the last rank: doubling against the ring (found)" \
+            sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between nodes" "$0"' \
+            "$tmp/o" env HAR_NODE_SIZE=1 $mpi $np "$prog" $what --last --count 8192
     done
 done
 done_testing
