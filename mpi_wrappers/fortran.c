@@ -15,8 +15,9 @@
  * business). Only its mpi_f08 MPI_Init, MPI_Init_thread and MPI_Finalize
  * (mpi_init_f08_, ...) call PMPI_Init(NULL, NULL), PMPI_Init_thread,
  * PMPI_Finalize and set ierror, nothing else: har replaces those three by
- * the same with its own start and teardown. tests/fortran/fortran.sh
- * checks with nm -D which of the MPI's Fortran symbols libhar defines.
+ * the same with its own start and teardown (and its mpi_f08 completion
+ * calls in fortran_requests.c). tests/fortran/fortran.sh checks with nm -D
+ * which of the MPI's Fortran symbols libhar defines.
  *
  * The arguments are the same in every spelling, f08 included: buffers by
  * address, each INTEGER by reference (MPI_Fint *), and an f08 handle, a

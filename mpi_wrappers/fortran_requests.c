@@ -1,23 +1,41 @@
-/* Open MPI's Fortran spellings (mpif.h and `use mpi`) of MPI_IALLREDUCE
- * and of the calls that complete, start and free requests. Open MPI's own
- * Fortran bindings call PMPI_* directly, so without these a Fortran
- * program's MPI_WAIT would never pass through har and a staged request's
- * results would never reach the device. Each converts the Fortran handles
- * (MPI_*_f2c, MPI_*_c2f) and Open MPI's Fortran sentinels, then calls the
- * same internal as the C entry point. Open MPI names each of its Fortran
- * calls four ways (MPI_WAIT, mpi_wait, mpi_wait_, mpi_wait__): so does har.
- * The mpi_f08 module calls Open MPI's internals by other names and is not
- * covered. MPICH's Fortran bindings call the C MPI_* functions: nothing is
- * needed there. */
-#include "collectives.h" /* mpi.h: OPEN_MPI */
-#ifdef OPEN_MPI
+/* Open MPI's Fortran spellings (mpif.h, `use mpi` and `use mpi_f08`) of
+ * MPI_IALLREDUCE, of its persistent MPIX_ALLREDUCE_INIT, and of the calls
+ * that complete, start and free requests. Open MPI's own Fortran bindings
+ * call PMPI_* directly, so without these a Fortran program's MPI_WAIT would
+ * never pass through har and a staged request's results would never reach
+ * the device. Each converts the Fortran handles (MPI_*_f2c, MPI_*_c2f) and
+ * Open MPI's Fortran sentinels, then calls the same internal as the C entry
+ * point. Open MPI names each of its mpif.h and `use mpi` calls four ways
+ * (MPI_WAIT, mpi_wait, mpi_wait_, mpi_wait__), and its mpi_f08 one a fifth
+ * (mpi_wait_f08_, whose arguments are the same: an f08 handle is a derived
+ * type holding the integer handle, TYPE(MPI_Status) has the layout of
+ * MPI_STATUS_SIZE integers, the sentinels are the same common blocks, and
+ * an absent OPTIONAL ierror is a null pointer): so does har.
+ *
+ * MPICH 4.0: its mpif.h and `use mpi` bindings, and the buffer-taking
+ * calls of mpi_f08, call the C MPI_* functions, which are har's; but its
+ * mpi_f08 completion calls (mpi_wait_f08_, ...) call PMPI_* directly. har
+ * replaces those (the f08 spelling alone) with the same code: MPICH's f08
+ * TYPE(MPI_Status) has the C status's layout too, and its
+ * MPI_STATUS_IGNORE and MPI_STATUSES_IGNORE are the objects that
+ * MPI_F08_STATUS_IGNORE and MPI_F08_STATUSES_IGNORE point to. An index
+ * comes back counted from 1, as the standard says (MPICH 4.0.2's own
+ * mpi_f08 MPI_Waitany and MPI_Testany count from 0). */
+#include "collectives.h" /* mpi.h: OPEN_MPI, MPICH */
+#if defined(OPEN_MPI) || defined(MPICH)
 #include <dlfcn.h>
 #include <stdlib.h>
 #include "stage/requests.h"
 
-#define HAR_EXPORT __attribute__((visibility("default")))
 #define SPELLING(fn, name) extern __typeof__(fn) name __attribute__((alias(#fn), visibility("default")));
-#define SPELLINGS(fn, UPPER, lower) SPELLING(fn, UPPER) SPELLING(fn, lower) SPELLING(fn, lower##_) SPELLING(fn, lower##__)
+#ifdef OPEN_MPI
+#define SPELLINGS(fn, UPPER, lower)                                                                           \
+    SPELLING(fn, UPPER) SPELLING(fn, lower) SPELLING(fn, lower##_) SPELLING(fn, lower##__) SPELLING(fn, lower##_f08_)
+#else
+#define SPELLINGS(fn, UPPER, lower) SPELLING(fn, lower##_f08_)
+#endif
+
+#ifdef OPEN_MPI
 
 /* The address of one of Open MPI's Fortran sentinels (MPI_IN_PLACE,
  * MPI_STATUS_IGNORE... are common blocks whose addresses the C side
@@ -41,6 +59,8 @@ SENTINEL(mpi_fortran_in_place, MPI_FORTRAN_IN_PLACE)
 SENTINEL(mpi_fortran_bottom, MPI_FORTRAN_BOTTOM)
 SENTINEL(mpi_fortran_status_ignore, MPI_FORTRAN_STATUS_IGNORE)
 SENTINEL(mpi_fortran_statuses_ignore, MPI_FORTRAN_STATUSES_IGNORE)
+#define STATUS_IGNORE() mpi_fortran_status_ignore()
+#define STATUSES_IGNORE() mpi_fortran_statuses_ignore()
 
 static void *c_buffer(void *p)
 {
@@ -48,6 +68,10 @@ static void *c_buffer(void *p)
     if (p == mpi_fortran_bottom()) return MPI_BOTTOM;
     return p;
 }
+#else
+#define STATUS_IGNORE() ((void *)MPI_F08_STATUS_IGNORE)
+#define STATUSES_IGNORE() ((void *)MPI_F08_STATUSES_IGNORE)
+#endif
 
 static void set_ierr(MPI_Fint *ierr, int rc)
 {
@@ -57,7 +81,7 @@ static void set_ierr(MPI_Fint *ierr, int rc)
 /* A status back to Fortran, unless the caller passed MPI_STATUS_IGNORE. */
 static void status_out(const MPI_Status *c, MPI_Fint *f)
 {
-    if ((void *)f != mpi_fortran_status_ignore()) PMPI_Status_c2f(c, f);
+    if ((void *)f != STATUS_IGNORE()) PMPI_Status_c2f(c, f);
 }
 
 /* An array of C handles for an array of Fortran requests (on the stack
@@ -99,20 +123,38 @@ static int no_memory(MPI_Fint *ierr)
 /* statuses[k] for k < n back to Fortran (each MPI_STATUS_SIZE integers). */
 static void statuses_out(const MPI_Status *c, MPI_Fint *f, int n)
 {
-    if ((void *)f == mpi_fortran_statuses_ignore()) return;
+    if ((void *)f == STATUSES_IGNORE()) return;
     for (int k = 0; k < n; k++) PMPI_Status_c2f(&c[k], f + k * (int)(sizeof(MPI_Status) / sizeof(int)));
 }
 
+#ifdef OPEN_MPI /* MPICH's buffer-taking calls reach har's C functions */
 static void f_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op,
                          MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 {
     MPI_Request req;
     int rc = har_iallreduce(c_buffer(sendbuf), c_buffer(recvbuf), (int)*count, PMPI_Type_f2c(*datatype),
-                            PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm), &req);
+                            PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm), &req, HAR_BINDING_INT);
     set_ierr(ierr, rc);
     if (rc == MPI_SUCCESS) *request = PMPI_Request_c2f(req);
 }
 SPELLINGS(f_iallreduce, MPI_IALLREDUCE, mpi_iallreduce)
+
+#if defined(HAR_HAVE_ALLREDUCE_INIT) && MPI_VERSION < 4
+/* MPIX_ALLREDUCE_INIT(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, INFO,
+ * REQUEST, IERROR): Open MPI 4.1's pcollreq extension (mpif-ext.h,
+ * mpi_ext, mpi_f08_ext). */
+static void f_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op,
+                             MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Request req;
+    int rc = har_allreduce_init(c_buffer(sendbuf), c_buffer(recvbuf), (int)*count, PMPI_Type_f2c(*datatype),
+                                PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info), &req, HAR_BINDING_INT);
+    set_ierr(ierr, rc);
+    if (rc == MPI_SUCCESS) *request = PMPI_Request_c2f(req);
+}
+SPELLINGS(f_allreduce_init, MPIX_ALLREDUCE_INIT, mpix_allreduce_init)
+#endif
+#endif
 
 static void f_wait(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr)
 {

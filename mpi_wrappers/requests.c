@@ -1,6 +1,7 @@
 /* The entry points of MPI_Allreduce's non-blocking and persistent forms
  * and of the calls that complete, start and free requests: each calls one
- * of har's internals (src/collectives.h, src/stage/requests.h); nothing
+ * of har's internals (src/collectives.h, src/stage/requests.h), the
+ * all-reduce's in both its int and (MPI 4) its large-count bindings; nothing
  * else lives here. The completion calls must be har's too, or a staged
  * request's results would never reach the device. */
 #include "collectives.h"
@@ -11,21 +12,35 @@
 HAR_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                               MPI_Comm comm, MPI_Request *request)
 {
-    return har_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+    return har_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, HAR_BINDING_INT);
 }
+
+#ifdef HAR_HAVE_MPI_C_COUNTS
+HAR_EXPORT int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                                MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return har_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request, HAR_BINDING_LARGE);
+}
+
+HAR_EXPORT int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                                    MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return har_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, HAR_BINDING_LARGE);
+}
+#endif
 
 #if MPI_VERSION >= 4
 HAR_EXPORT int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                                   MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    return har_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return har_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, HAR_BINDING_INT);
 }
 #elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
 /* Open MPI 4.1's persistent collectives are its MPIX_ extension. */
 HAR_EXPORT int MPIX_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                                    MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    return har_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    return har_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, HAR_BINDING_INT);
 }
 #endif
 

@@ -69,14 +69,27 @@ static int reserve(har_stage_t *s, void **slot)
 /* The blocking form's counter, or the one after it (its non-blocking form). */
 #define FORM(coll) ((har_coll_t)(HAR_COLL_##coll + (req != NULL)))
 
-int har_iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                   MPI_Request *req)
+/* The MPI's own call of the binding the call came through: int_call
+ * (whose counts the wrapper widened, so casting them back loses nothing)
+ * or large_call, which exists only where the MPI has the _c bindings. */
+#ifdef HAR_HAVE_MPI_C_COUNTS
+#define BY_BINDING(int_call, large_call) (binding == HAR_BINDING_LARGE ? (large_call) : (int_call))
+#else
+#define BY_BINDING(int_call, large_call) ((void)binding, (int_call))
+#endif
+#define I(n) ((int)(n))
+
+int har_iallreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                   MPI_Request *req, har_binding_t binding)
 {
     PLAN(HAR_COLL_IALLREDUCE, NEED_REDUCE, 1, sbuf, rbuf, har_plan_allreduce(&s, &a, sbuf, rbuf, count, type));
-    if (how == HAR_STAGE_UNTOUCHED) return PMPI_Iallreduce(sbuf, rbuf, count, type, op, comm, req);
-    return har_request_post(slot, &s,
-                            PMPI_Iallreduce(S(HAR_SEND, sbuf), S(HAR_RECV, rbuf), count, type, op, comm, req), req,
-                            0);
+    if (how == HAR_STAGE_STAGED) {
+        sbuf = S(HAR_SEND, sbuf);
+        rbuf = S(HAR_RECV, rbuf);
+    }
+    int rc = BY_BINDING(PMPI_Iallreduce(sbuf, rbuf, I(count), type, op, comm, req),
+                        PMPI_Iallreduce_c(sbuf, rbuf, count, type, op, comm, req));
+    return how == HAR_STAGE_STAGED ? har_request_post(slot, &s, rc, req, 0) : rc;
 }
 
 #ifdef HAR_HAVE_ALLREDUCE_INIT
@@ -85,8 +98,8 @@ int har_iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, M
 #else
 #define ALLREDUCE_INIT PMPIX_Allreduce_init
 #endif
-int har_allreduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                       MPI_Info info, MPI_Request *req)
+int har_allreduce_init(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
+                       MPI_Comm comm, MPI_Info info, MPI_Request *req, har_binding_t binding)
 {
     /* The host copies are made now and kept until the request is freed;
      * the input is copied in at each start. */
@@ -99,173 +112,187 @@ int har_allreduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype typ
         how = har_plan_allreduce(&s, &a, sbuf, rbuf, count, type);
     }
     if (how == HAR_STAGE_STAGED && !reserve(&s, &slot)) how = HAR_STAGE_FAILED;
-    if (how == HAR_STAGE_UNTOUCHED) return ALLREDUCE_INIT(sbuf, rbuf, count, type, op, comm, info, req);
     if (how == HAR_STAGE_FAILED) return har_stage_error(&s);
-    har_count_coll(HAR_COLL_ALLREDUCE_INIT, 1);
-    return har_request_post(
-        slot, &s, ALLREDUCE_INIT(S(HAR_SEND, sbuf), S(HAR_RECV, rbuf), count, type, op, comm, info, req), req, 1);
+    if (how == HAR_STAGE_STAGED) {
+        har_count_coll(HAR_COLL_ALLREDUCE_INIT, 1);
+        sbuf = S(HAR_SEND, sbuf);
+        rbuf = S(HAR_RECV, rbuf);
+    }
+    int rc = BY_BINDING(ALLREDUCE_INIT(sbuf, rbuf, I(count), type, op, comm, info, req),
+                        PMPI_Allreduce_init_c(sbuf, rbuf, count, type, op, comm, info, req));
+    return how == HAR_STAGE_STAGED ? har_request_post(slot, &s, rc, req, 1) : rc;
 }
 #endif
 
-int har_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *req)
+/* The blocks of a v form, in the binding's widths. */
+#define BLOCKS(counts, displs) (&(har_blocks_t){(counts), (displs), binding})
+
+/* From here on each function ends the same way: the MPI's call on the
+ * staged buffers (or the user's), and a staged call's copies back. */
+#define STAGED_BUFFERS()                                                                                      \
+    if (how == HAR_STAGE_STAGED) {                                                                           \
+        sbuf = S(HAR_SEND, sbuf);                                                                            \
+        rbuf = S(HAR_RECV, rbuf);                                                                            \
+    }
+#define FINISH(rc) return how == HAR_STAGE_STAGED ? DONE(rc) : (rc)
+
+int har_bcast(void *buf, har_count_t count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *req,
+              har_binding_t binding)
 {
     PLAN(FORM(BCAST), NEED_P2P, req != NULL, buf, NULL, har_plan_bcast(&s, &a, buf, count, type, root));
-    if (how == HAR_STAGE_UNTOUCHED)
-        return req ? PMPI_Ibcast(buf, count, type, root, comm, req) : PMPI_Bcast(buf, count, type, root, comm);
-    void *b = S(HAR_SEND, buf);
-    return DONE(req ? PMPI_Ibcast(b, count, type, root, comm, req) : PMPI_Bcast(b, count, type, root, comm));
+    if (how == HAR_STAGE_STAGED) buf = S(HAR_SEND, buf);
+    int rc = req ? BY_BINDING(PMPI_Ibcast(buf, I(count), type, root, comm, req),
+                              PMPI_Ibcast_c(buf, count, type, root, comm, req))
+                 : BY_BINDING(PMPI_Bcast(buf, I(count), type, root, comm), PMPI_Bcast_c(buf, count, type, root, comm));
+    FINISH(rc);
 }
 
-int har_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
-               MPI_Request *req)
+int har_reduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op, int root,
+               MPI_Comm comm, MPI_Request *req, har_binding_t binding)
 {
     PLAN(FORM(REDUCE), NEED_REDUCE, req != NULL, sbuf, rbuf,
          har_plan_reduce(&s, &a, sbuf, rbuf, count, type, root));
-    if (how == HAR_STAGE_STAGED) {
-        sbuf = S(HAR_SEND, sbuf);
-        rbuf = S(HAR_RECV, rbuf);
-    }
-    int rc = req ? PMPI_Ireduce(sbuf, rbuf, count, type, op, root, comm, req)
-                 : PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm);
-    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+    STAGED_BUFFERS();
+    int rc = req ? BY_BINDING(PMPI_Ireduce(sbuf, rbuf, I(count), type, op, root, comm, req),
+                              PMPI_Ireduce_c(sbuf, rbuf, count, type, op, root, comm, req))
+                 : BY_BINDING(PMPI_Reduce(sbuf, rbuf, I(count), type, op, root, comm),
+                              PMPI_Reduce_c(sbuf, rbuf, count, type, op, root, comm));
+    FINISH(rc);
 }
 
-int har_allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
-                  MPI_Comm comm, MPI_Request *req)
+int har_allgather(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *rbuf, har_count_t rcount,
+                  MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req, har_binding_t binding)
 {
     PLAN(FORM(ALLGATHER), NEED_P2P, req != NULL, sbuf, rbuf,
-         har_plan_allgather(&s, &a, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype));
-    if (how == HAR_STAGE_STAGED) {
-        sbuf = S(HAR_SEND, sbuf);
-        rbuf = S(HAR_RECV, rbuf);
-    }
-    int rc = req ? PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req)
-                 : PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
-    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+         har_plan_allgather(&s, &a, sbuf, scount, stype, rbuf, rcount, NULL, rtype));
+    STAGED_BUFFERS();
+    int rc = req ? BY_BINDING(PMPI_Iallgather(sbuf, I(scount), stype, rbuf, I(rcount), rtype, comm, req),
+                              PMPI_Iallgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req))
+                 : BY_BINDING(PMPI_Allgather(sbuf, I(scount), stype, rbuf, I(rcount), rtype, comm),
+                              PMPI_Allgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm));
+    FINISH(rc);
 }
 
-int har_allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
-                   const int displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+int har_allgatherv(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *rbuf, const void *rcounts,
+                   const void *displs, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req, har_binding_t binding)
 {
     PLAN(FORM(ALLGATHERV), NEED_P2P, req != NULL, sbuf, rbuf,
-         har_plan_allgather(&s, &a, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype));
-    if (how == HAR_STAGE_STAGED) {
-        sbuf = S(HAR_SEND, sbuf);
-        rbuf = S(HAR_RECV, rbuf);
-    }
-    int rc = req ? PMPI_Iallgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, req)
-                 : PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm);
-    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+         har_plan_allgather(&s, &a, sbuf, scount, stype, rbuf, 0, BLOCKS(rcounts, displs), rtype));
+    STAGED_BUFFERS();
+    int rc = req ? BY_BINDING(PMPI_Iallgatherv(sbuf, I(scount), stype, rbuf, rcounts, displs, rtype, comm, req),
+                              PMPI_Iallgatherv_c(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, req))
+                 : BY_BINDING(PMPI_Allgatherv(sbuf, I(scount), stype, rbuf, rcounts, displs, rtype, comm),
+                              PMPI_Allgatherv_c(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm));
+    FINISH(rc);
 }
 
-int har_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                             MPI_Request *req)
+int har_reduce_scatter_block(const void *sbuf, void *rbuf, har_count_t rcount, MPI_Datatype type, MPI_Op op,
+                             MPI_Comm comm, MPI_Request *req, har_binding_t binding)
 {
     PLAN(FORM(REDUCE_SCATTER_BLOCK), NEED_REDUCE, req != NULL, sbuf, rbuf,
          har_plan_reduce_scatter(&s, &a, sbuf, rbuf, rcount, NULL, type));
-    if (how == HAR_STAGE_STAGED) {
-        sbuf = S(HAR_SEND, sbuf);
-        rbuf = S(HAR_RECV, rbuf);
-    }
-    int rc = req ? PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, type, op, comm, req)
-                 : PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, type, op, comm);
-    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+    STAGED_BUFFERS();
+    int rc = req ? BY_BINDING(PMPI_Ireduce_scatter_block(sbuf, rbuf, I(rcount), type, op, comm, req),
+                              PMPI_Ireduce_scatter_block_c(sbuf, rbuf, rcount, type, op, comm, req))
+                 : BY_BINDING(PMPI_Reduce_scatter_block(sbuf, rbuf, I(rcount), type, op, comm),
+                              PMPI_Reduce_scatter_block_c(sbuf, rbuf, rcount, type, op, comm));
+    FINISH(rc);
 }
 
-int har_reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype type, MPI_Op op,
-                       MPI_Comm comm, MPI_Request *req)
+int har_reduce_scatter(const void *sbuf, void *rbuf, const void *rcounts, MPI_Datatype type, MPI_Op op,
+                       MPI_Comm comm, MPI_Request *req, har_binding_t binding)
 {
     PLAN(FORM(REDUCE_SCATTER), NEED_REDUCE, req != NULL, sbuf, rbuf,
-         har_plan_reduce_scatter(&s, &a, sbuf, rbuf, 0, rcounts, type));
-    if (how == HAR_STAGE_STAGED) {
-        sbuf = S(HAR_SEND, sbuf);
-        rbuf = S(HAR_RECV, rbuf);
-    }
-    int rc = req ? PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, type, op, comm, req)
-                 : PMPI_Reduce_scatter(sbuf, rbuf, rcounts, type, op, comm);
-    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+         har_plan_reduce_scatter(&s, &a, sbuf, rbuf, 0, BLOCKS(rcounts, NULL), type));
+    STAGED_BUFFERS();
+    int rc = req ? BY_BINDING(PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, type, op, comm, req),
+                              PMPI_Ireduce_scatter_c(sbuf, rbuf, rcounts, type, op, comm, req))
+                 : BY_BINDING(PMPI_Reduce_scatter(sbuf, rbuf, rcounts, type, op, comm),
+                              PMPI_Reduce_scatter_c(sbuf, rbuf, rcounts, type, op, comm));
+    FINISH(rc);
 }
 
-int har_gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
-               int root, MPI_Comm comm, MPI_Request *req)
+int har_gather(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *rbuf, har_count_t rcount,
+               MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req, har_binding_t binding)
 {
     PLAN(FORM(GATHER), NEED_P2P, req != NULL, sbuf, rbuf,
-         har_plan_gather(&s, &a, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype, root));
-    if (how == HAR_STAGE_STAGED) {
-        sbuf = S(HAR_SEND, sbuf);
-        rbuf = S(HAR_RECV, rbuf);
-    }
-    int rc = req ? PMPI_Igather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req)
-                 : PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
-    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+         har_plan_gather(&s, &a, sbuf, scount, stype, rbuf, rcount, NULL, rtype, root));
+    STAGED_BUFFERS();
+    int rc = req ? BY_BINDING(PMPI_Igather(sbuf, I(scount), stype, rbuf, I(rcount), rtype, root, comm, req),
+                              PMPI_Igather_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req))
+                 : BY_BINDING(PMPI_Gather(sbuf, I(scount), stype, rbuf, I(rcount), rtype, root, comm),
+                              PMPI_Gather_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
+    FINISH(rc);
 }
 
-int har_gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
-                const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+int har_gatherv(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *rbuf, const void *rcounts,
+                const void *displs, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req,
+                har_binding_t binding)
 {
     PLAN(FORM(GATHERV), NEED_P2P, req != NULL, sbuf, rbuf,
-         har_plan_gather(&s, &a, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype, root));
-    if (how == HAR_STAGE_STAGED) {
-        sbuf = S(HAR_SEND, sbuf);
-        rbuf = S(HAR_RECV, rbuf);
-    }
-    int rc = req ? PMPI_Igatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, req)
-                 : PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm);
-    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+         har_plan_gather(&s, &a, sbuf, scount, stype, rbuf, 0, BLOCKS(rcounts, displs), rtype, root));
+    STAGED_BUFFERS();
+    int rc =
+        req ? BY_BINDING(PMPI_Igatherv(sbuf, I(scount), stype, rbuf, rcounts, displs, rtype, root, comm, req),
+                         PMPI_Igatherv_c(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, req))
+            : BY_BINDING(PMPI_Gatherv(sbuf, I(scount), stype, rbuf, rcounts, displs, rtype, root, comm),
+                         PMPI_Gatherv_c(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm));
+    FINISH(rc);
 }
 
-int har_scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
-                int root, MPI_Comm comm, MPI_Request *req)
+int har_scatter(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *rbuf, har_count_t rcount,
+                MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req, har_binding_t binding)
 {
     PLAN(FORM(SCATTER), NEED_P2P, req != NULL, sbuf, rbuf,
-         har_plan_scatter(&s, &a, sbuf, scount, NULL, NULL, stype, rbuf, rcount, rtype, root));
-    if (how == HAR_STAGE_STAGED) {
-        sbuf = S(HAR_SEND, sbuf);
-        rbuf = S(HAR_RECV, rbuf);
-    }
-    int rc = req ? PMPI_Iscatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req)
-                 : PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
-    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+         har_plan_scatter(&s, &a, sbuf, scount, NULL, stype, rbuf, rcount, rtype, root));
+    STAGED_BUFFERS();
+    int rc = req ? BY_BINDING(PMPI_Iscatter(sbuf, I(scount), stype, rbuf, I(rcount), rtype, root, comm, req),
+                              PMPI_Iscatter_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req))
+                 : BY_BINDING(PMPI_Scatter(sbuf, I(scount), stype, rbuf, I(rcount), rtype, root, comm),
+                              PMPI_Scatter_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
+    FINISH(rc);
 }
 
-int har_scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype, void *rbuf,
-                 int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+int har_scatterv(const void *sbuf, const void *scounts, const void *displs, MPI_Datatype stype, void *rbuf,
+                 har_count_t rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req,
+                 har_binding_t binding)
 {
     PLAN(FORM(SCATTERV), NEED_P2P, req != NULL, sbuf, rbuf,
-         har_plan_scatter(&s, &a, sbuf, 0, scounts, displs, stype, rbuf, rcount, rtype, root));
-    if (how == HAR_STAGE_STAGED) {
-        sbuf = S(HAR_SEND, sbuf);
-        rbuf = S(HAR_RECV, rbuf);
-    }
-    int rc = req ? PMPI_Iscatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, req)
-                 : PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm);
-    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+         har_plan_scatter(&s, &a, sbuf, 0, BLOCKS(scounts, displs), stype, rbuf, rcount, rtype, root));
+    STAGED_BUFFERS();
+    int rc =
+        req ? BY_BINDING(PMPI_Iscatterv(sbuf, scounts, displs, stype, rbuf, I(rcount), rtype, root, comm, req),
+                         PMPI_Iscatterv_c(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, req))
+            : BY_BINDING(PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, I(rcount), rtype, root, comm),
+                         PMPI_Scatterv_c(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm));
+    FINISH(rc);
 }
 
-int har_alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
-                 MPI_Comm comm, MPI_Request *req)
+int har_alltoall(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *rbuf, har_count_t rcount,
+                 MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req, har_binding_t binding)
 {
     PLAN(FORM(ALLTOALL), NEED_P2P, req != NULL, sbuf, rbuf,
-         har_plan_alltoall(&s, &a, sbuf, scount, NULL, NULL, stype, rbuf, rcount, NULL, NULL, rtype));
-    if (how == HAR_STAGE_STAGED) {
-        sbuf = S(HAR_SEND, sbuf);
-        rbuf = S(HAR_RECV, rbuf);
-    }
-    int rc = req ? PMPI_Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, req)
-                 : PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
-    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+         har_plan_alltoall(&s, &a, sbuf, scount, NULL, stype, rbuf, rcount, NULL, rtype));
+    STAGED_BUFFERS();
+    int rc = req ? BY_BINDING(PMPI_Ialltoall(sbuf, I(scount), stype, rbuf, I(rcount), rtype, comm, req),
+                              PMPI_Ialltoall_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req))
+                 : BY_BINDING(PMPI_Alltoall(sbuf, I(scount), stype, rbuf, I(rcount), rtype, comm),
+                              PMPI_Alltoall_c(sbuf, scount, stype, rbuf, rcount, rtype, comm));
+    FINISH(rc);
 }
 
-int har_alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype, void *rbuf,
-                  const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+int har_alltoallv(const void *sbuf, const void *scounts, const void *sdispls, MPI_Datatype stype, void *rbuf,
+                  const void *rcounts, const void *rdispls, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req,
+                  har_binding_t binding)
 {
     PLAN(FORM(ALLTOALLV), NEED_P2P, req != NULL, sbuf, rbuf,
-         har_plan_alltoall(&s, &a, sbuf, 0, scounts, sdispls, stype, rbuf, 0, rcounts, rdispls, rtype));
-    if (how == HAR_STAGE_STAGED) {
-        sbuf = S(HAR_SEND, sbuf);
-        rbuf = S(HAR_RECV, rbuf);
-    }
-    int rc = req ? PMPI_Ialltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, req)
-                 : PMPI_Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm);
-    return how == HAR_STAGE_STAGED ? DONE(rc) : rc;
+         har_plan_alltoall(&s, &a, sbuf, 0, BLOCKS(scounts, sdispls), stype, rbuf, 0, BLOCKS(rcounts, rdispls),
+                           rtype));
+    STAGED_BUFFERS();
+    int rc = req ? BY_BINDING(PMPI_Ialltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, req),
+                              PMPI_Ialltoallv_c(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm,
+                                                req))
+                 : BY_BINDING(PMPI_Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm),
+                              PMPI_Alltoallv_c(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm));
+    FINISH(rc);
 }

@@ -9,6 +9,7 @@
 #define HAR_COLLECTIVES_H
 
 #include "core/common.h"
+#include "stage/stage.h" /* har_count_t, har_binding_t */
 #ifdef OPEN_MPI
 #include <mpi-ext.h> /* OMPI_HAVE_MPI_EXT_PCOLLREQ: MPIX_Allreduce_init */
 #endif
@@ -37,40 +38,52 @@ typedef enum {
 HAR_HIDDEN void har_count_coll(har_coll_t coll, int staged);
 HAR_HIDDEN int har_entry_ready(void);
 
-HAR_HIDDEN int har_iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                              MPI_Request *req);
+/* Every function below serves both bindings of its call: the int one
+ * (binding HAR_BINDING_INT, its counts widened) and, where the MPI has
+ * them (HAR_HAVE_MPI_C_COUNTS), the MPI-4 large-count _c one
+ * (HAR_BINDING_LARGE), and hands the call on to the MPI's own of the same
+ * binding. The arrays of the v forms are the binding's: int counts and
+ * displacements, or MPI_Count counts and MPI_Aint displacements. */
+HAR_HIDDEN int har_iallreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
+                              MPI_Comm comm, MPI_Request *req, har_binding_t binding);
 /* MPI_Allreduce_init (MPI 4) or MPIX_Allreduce_init (Open MPI 4.1's pcollreq
  * extension), whichever this MPI has; absent where it has neither. */
 #if MPI_VERSION >= 4 || defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
 #define HAR_HAVE_ALLREDUCE_INIT 1
-HAR_HIDDEN int har_allreduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
-                                  MPI_Comm comm, MPI_Info info, MPI_Request *req);
+HAR_HIDDEN int har_allreduce_init(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
+                                  MPI_Comm comm, MPI_Info info, MPI_Request *req, har_binding_t binding);
 #endif
 
 /* Blocking (req NULL) and non-blocking forms in one function each. */
-HAR_HIDDEN int har_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *req);
-HAR_HIDDEN int har_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root,
-                          MPI_Comm comm, MPI_Request *req);
-HAR_HIDDEN int har_allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                             MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req);
-HAR_HIDDEN int har_allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
-                              const int displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req);
-HAR_HIDDEN int har_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype type, MPI_Op op,
-                                        MPI_Comm comm, MPI_Request *req);
-HAR_HIDDEN int har_reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype type, MPI_Op op,
-                                  MPI_Comm comm, MPI_Request *req);
-HAR_HIDDEN int har_gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                          MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req);
-HAR_HIDDEN int har_gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
-                           const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req);
-HAR_HIDDEN int har_scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                           MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req);
-HAR_HIDDEN int har_scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype, void *rbuf,
-                            int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req);
-HAR_HIDDEN int har_alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                            MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req);
-HAR_HIDDEN int har_alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype,
-                             void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm,
-                             MPI_Request *req);
+HAR_HIDDEN int har_bcast(void *buf, har_count_t count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *req,
+                         har_binding_t binding);
+HAR_HIDDEN int har_reduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op, int root,
+                          MPI_Comm comm, MPI_Request *req, har_binding_t binding);
+HAR_HIDDEN int har_allgather(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *rbuf,
+                             har_count_t rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req,
+                             har_binding_t binding);
+HAR_HIDDEN int har_allgatherv(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *rbuf,
+                              const void *rcounts, const void *displs, MPI_Datatype rtype, MPI_Comm comm,
+                              MPI_Request *req, har_binding_t binding);
+HAR_HIDDEN int har_reduce_scatter_block(const void *sbuf, void *rbuf, har_count_t rcount, MPI_Datatype type,
+                                        MPI_Op op, MPI_Comm comm, MPI_Request *req, har_binding_t binding);
+HAR_HIDDEN int har_reduce_scatter(const void *sbuf, void *rbuf, const void *rcounts, MPI_Datatype type, MPI_Op op,
+                                  MPI_Comm comm, MPI_Request *req, har_binding_t binding);
+HAR_HIDDEN int har_gather(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *rbuf, har_count_t rcount,
+                          MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req, har_binding_t binding);
+HAR_HIDDEN int har_gatherv(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *rbuf,
+                           const void *rcounts, const void *displs, MPI_Datatype rtype, int root, MPI_Comm comm,
+                           MPI_Request *req, har_binding_t binding);
+HAR_HIDDEN int har_scatter(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *rbuf, har_count_t rcount,
+                           MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req, har_binding_t binding);
+HAR_HIDDEN int har_scatterv(const void *sbuf, const void *scounts, const void *displs, MPI_Datatype stype,
+                            void *rbuf, har_count_t rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
+                            MPI_Request *req, har_binding_t binding);
+HAR_HIDDEN int har_alltoall(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *rbuf,
+                            har_count_t rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req,
+                            har_binding_t binding);
+HAR_HIDDEN int har_alltoallv(const void *sbuf, const void *scounts, const void *sdispls, MPI_Datatype stype,
+                             void *rbuf, const void *rcounts, const void *rdispls, MPI_Datatype rtype, MPI_Comm comm,
+                             MPI_Request *req, har_binding_t binding);
 
 #endif

@@ -83,15 +83,26 @@ int har_test_stage(void) { return (int)HAR_CFG(test_stage).i; }
 
 /* ---- spans --------------------------------------------------------------- */
 
+/* Block k of a v form: its count and its displacement, in the binding's
+ * widths. */
+static MPI_Count block_count(const har_blocks_t *v, int k)
+{
+    return v->binding == HAR_BINDING_LARGE ? ((const MPI_Count *)v->counts)[k] : ((const int *)v->counts)[k];
+}
+static MPI_Aint block_displ(const har_blocks_t *v, int k)
+{
+    return v->binding == HAR_BINDING_LARGE ? ((const MPI_Aint *)v->displs)[k] : ((const int *)v->displs)[k];
+}
+
 /* Side i of the call: blocks of elements of `type` at `p`, either one block
- * of `count` elements or n blocks of counts[k] elements at displs[k]
- * extents. The MPI may touch from the lowest element's true lower bound to
+ * of `count` elements or (v not NULL) n blocks, v's counts at its
+ * displacements in extents. The MPI may touch from the lowest element's true lower bound to
  * the highest's true upper bound; where it writes fewer bytes than that
  * (gaps between blocks, holes in the type), an output is copied in first
  * too, so the copy back leaves those bytes as they were. -1: arguments har
  * does not judge (the MPI gets the call untouched and says what is wrong). */
-static int add(har_stage_t *s, const har_stage_ask_t *a, int i, const void *p, MPI_Datatype type, MPI_Aint count,
-               int n, const int *counts, const int *displs, int in, int out)
+static int add(har_stage_t *s, const har_stage_ask_t *a, int i, const void *p, MPI_Datatype type, MPI_Count count,
+               int n, const har_blocks_t *v, int in, int out)
 {
     int staged = a->kind[i] != HAR_MEM_HOST;
 #ifdef HAR_TEST_HOOKS
@@ -106,8 +117,9 @@ static int add(har_stage_t *s, const har_stage_ask_t *a, int i, const void *p, M
         return -1;
     MPI_Aint lo = 0, hi = 0, data = 0;
     int any = 0;
-    for (int k = 0; k < (counts ? n : 1); k++) {
-        MPI_Aint c = counts ? counts[k] : count, d = counts ? displs[k] : 0;
+    for (int k = 0; k < (v ? n : 1); k++) {
+        MPI_Count c = v ? block_count(v, k) : count;
+        MPI_Aint d = v ? block_displ(v, k) : 0;
         if (c < 0) return -1;
         if (c == 0) continue;
         /* elements d .. d + c - 1, `extent` apart (which may be negative) */
@@ -163,117 +175,122 @@ static int rank_in(MPI_Comm comm, int *rank, int *size)
 
 static void start(har_stage_t *s) { memset(s, 0, sizeof *s); }
 
+/* A v form's arrays are there (NULL ones are the MPI's to report). */
+static int blocks_given(const har_blocks_t *v) { return !v || (v->counts && v->displs); }
+
 int har_plan_allreduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf, har_count_t count,
                        MPI_Datatype type)
 {
     int in_place = sbuf == MPI_IN_PLACE;
     start(s);
     /* The same spans on every rank, inter-communicators included. */
-    if (a->comm == MPI_COMM_NULL || add(s, a, HAR_SEND, sbuf, type, count, 0, NULL, NULL, 1, 0) ||
-        add(s, a, HAR_RECV, rbuf, type, count, 0, NULL, NULL, in_place, 1))
+    if (a->comm == MPI_COMM_NULL || add(s, a, HAR_SEND, sbuf, type, count, 0, NULL, 1, 0) ||
+        add(s, a, HAR_RECV, rbuf, type, count, 0, NULL, in_place, 1))
         return HAR_STAGE_UNTOUCHED;
     return allocate(s, a);
 }
 
-int har_plan_bcast(har_stage_t *s, const har_stage_ask_t *a, void *buf, int count, MPI_Datatype type, int root)
+int har_plan_bcast(har_stage_t *s, const har_stage_ask_t *a, void *buf, har_count_t count, MPI_Datatype type,
+                   int root)
 {
     int rank, size;
     start(s);
     if (!rank_in(a->comm, &rank, &size) || root < 0 || root >= size ||
-        add(s, a, HAR_SEND, buf, type, count, 0, NULL, NULL, rank == root, rank != root))
+        add(s, a, HAR_SEND, buf, type, count, 0, NULL, rank == root, rank != root))
         return HAR_STAGE_UNTOUCHED;
     return allocate(s, a);
 }
 
-int har_plan_reduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf, int count,
+int har_plan_reduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf, har_count_t count,
                     MPI_Datatype type, int root)
 {
     int rank, size;
     start(s);
     if (!rank_in(a->comm, &rank, &size) || root < 0 || root >= size) return HAR_STAGE_UNTOUCHED;
     int in_place = sbuf == MPI_IN_PLACE && rank == root;  /* elsewhere MPI_IN_PLACE is the MPI's to refuse */
-    if ((sbuf == MPI_IN_PLACE && rank != root) || add(s, a, HAR_SEND, sbuf, type, count, 0, NULL, NULL, 1, 0) ||
-        (rank == root && add(s, a, HAR_RECV, rbuf, type, count, 0, NULL, NULL, in_place, 1)))
+    if ((sbuf == MPI_IN_PLACE && rank != root) || add(s, a, HAR_SEND, sbuf, type, count, 0, NULL, 1, 0) ||
+        (rank == root && add(s, a, HAR_RECV, rbuf, type, count, 0, NULL, in_place, 1)))
         return HAR_STAGE_UNTOUCHED;
     return allocate(s, a);
 }
 
-int har_plan_allgather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, int scount, MPI_Datatype stype,
-                       void *rbuf, int rcount, const int *rcounts, const int *displs, MPI_Datatype rtype)
+int har_plan_allgather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
+                       MPI_Datatype stype, void *rbuf, har_count_t rcount, const har_blocks_t *rv, MPI_Datatype rtype)
 {
     int rank, size, in_place = sbuf == MPI_IN_PLACE;
     start(s);
     /* In place, this rank's block is already in rbuf: copied in with it. */
-    if (!rank_in(a->comm, &rank, &size) || (rcounts && !displs) ||
-        add(s, a, HAR_SEND, sbuf, stype, scount, 0, NULL, NULL, 1, 0) ||
-        add(s, a, HAR_RECV, rbuf, rtype, (MPI_Aint)rcount * size, size, rcounts, displs, in_place, 1))
+    if (!rank_in(a->comm, &rank, &size) || !blocks_given(rv) ||
+        add(s, a, HAR_SEND, sbuf, stype, scount, 0, NULL, 1, 0) ||
+        add(s, a, HAR_RECV, rbuf, rtype, rcount * size, size, rv, in_place, 1))
         return HAR_STAGE_UNTOUCHED;
     return allocate(s, a);
 }
 
-int har_plan_reduce_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf, int rcount,
-                            const int *rcounts, MPI_Datatype type)
+int har_plan_reduce_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf,
+                            har_count_t rcount, const har_blocks_t *rv, MPI_Datatype type)
 {
     int rank, size, in_place = sbuf == MPI_IN_PLACE;
     start(s);
-    if (!rank_in(a->comm, &rank, &size)) return HAR_STAGE_UNTOUCHED;
-    MPI_Aint total = 0, mine = rcount;
-    if (rcounts) {
-        for (int k = 0; k < size; k++) total += rcounts[k];
-        mine = rcounts[rank];
+    if (!rank_in(a->comm, &rank, &size) || (rv && !rv->counts)) return HAR_STAGE_UNTOUCHED;
+    MPI_Count total = 0, mine = rcount;
+    if (rv) {
+        for (int k = 0; k < size; k++) total += block_count(rv, k);
+        mine = block_count(rv, rank);
     } else {
-        total = (MPI_Aint)rcount * size;
+        total = rcount * size;
     }
     /* The input is the whole vector (in rbuf when in place); this rank's
      * block of the result lands at the start of rbuf. */
-    if (add(s, a, HAR_SEND, sbuf, type, total, 0, NULL, NULL, 1, 0) ||
-        add(s, a, HAR_RECV, rbuf, type, in_place ? total : mine, 0, NULL, NULL, in_place, 1))
+    if (add(s, a, HAR_SEND, sbuf, type, total, 0, NULL, 1, 0) ||
+        add(s, a, HAR_RECV, rbuf, type, in_place ? total : mine, 0, NULL, in_place, 1))
         return HAR_STAGE_UNTOUCHED;
     return allocate(s, a);
 }
 
-int har_plan_gather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, int scount, MPI_Datatype stype,
-                    void *rbuf, int rcount, const int *rcounts, const int *displs, MPI_Datatype rtype, int root)
+int har_plan_gather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
+                    MPI_Datatype stype, void *rbuf, har_count_t rcount, const har_blocks_t *rv, MPI_Datatype rtype,
+                    int root)
 {
     int rank, size;
     start(s);
     if (!rank_in(a->comm, &rank, &size) || root < 0 || root >= size) return HAR_STAGE_UNTOUCHED;
     int in_place = sbuf == MPI_IN_PLACE && rank == root;
-    if ((sbuf == MPI_IN_PLACE && rank != root) || add(s, a, HAR_SEND, sbuf, stype, scount, 0, NULL, NULL, 1, 0))
+    if ((sbuf == MPI_IN_PLACE && rank != root) || add(s, a, HAR_SEND, sbuf, stype, scount, 0, NULL, 1, 0))
         return HAR_STAGE_UNTOUCHED;
     /* rbuf matters at the root only (and holds the root's block when in place). */
-    if (rank == root && ((rcounts && !displs) || add(s, a, HAR_RECV, rbuf, rtype, (MPI_Aint)rcount * size, size,
-                                                    rcounts, displs, in_place, 1)))
+    if (rank == root &&
+        (!blocks_given(rv) || add(s, a, HAR_RECV, rbuf, rtype, rcount * size, size, rv, in_place, 1)))
         return HAR_STAGE_UNTOUCHED;
     return allocate(s, a);
 }
 
-int har_plan_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, int scount, const int *scounts,
-                     const int *displs, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root)
+int har_plan_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
+                     const har_blocks_t *sv, MPI_Datatype stype, void *rbuf, har_count_t rcount, MPI_Datatype rtype,
+                     int root)
 {
     int rank, size;
     start(s);
     if (!rank_in(a->comm, &rank, &size) || root < 0 || root >= size) return HAR_STAGE_UNTOUCHED;
     /* sbuf matters at the root only; there rbuf may be MPI_IN_PLACE (the
      * root's block stays in sbuf). */
-    if (rank == root && ((scounts && !displs) || add(s, a, HAR_SEND, sbuf, stype, (MPI_Aint)scount * size, size,
-                                                    scounts, displs, 1, 0)))
+    if (rank == root && (!blocks_given(sv) || add(s, a, HAR_SEND, sbuf, stype, scount * size, size, sv, 1, 0)))
         return HAR_STAGE_UNTOUCHED;
-    if ((rbuf == MPI_IN_PLACE && rank != root) || add(s, a, HAR_RECV, rbuf, rtype, rcount, 0, NULL, NULL, 0, 1))
+    if ((rbuf == MPI_IN_PLACE && rank != root) || add(s, a, HAR_RECV, rbuf, rtype, rcount, 0, NULL, 0, 1))
         return HAR_STAGE_UNTOUCHED;
     return allocate(s, a);
 }
 
-int har_plan_alltoall(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, int scount, const int *scounts,
-                      const int *sdispls, MPI_Datatype stype, void *rbuf, int rcount, const int *rcounts,
-                      const int *rdispls, MPI_Datatype rtype)
+int har_plan_alltoall(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
+                      const har_blocks_t *sv, MPI_Datatype stype, void *rbuf, har_count_t rcount,
+                      const har_blocks_t *rv, MPI_Datatype rtype)
 {
     int rank, size, in_place = sbuf == MPI_IN_PLACE;
     start(s);
     /* In place, rbuf holds the input, laid out as the output. */
-    if (!rank_in(a->comm, &rank, &size) || (scounts && !sdispls && !in_place) || (rcounts && !rdispls) ||
-        add(s, a, HAR_SEND, sbuf, stype, (MPI_Aint)scount * size, size, scounts, sdispls, 1, 0) ||
-        add(s, a, HAR_RECV, rbuf, rtype, (MPI_Aint)rcount * size, size, rcounts, rdispls, in_place, 1))
+    if (!rank_in(a->comm, &rank, &size) || (!in_place && !blocks_given(sv)) || !blocks_given(rv) ||
+        add(s, a, HAR_SEND, sbuf, stype, scount * size, size, sv, 1, 0) ||
+        add(s, a, HAR_RECV, rbuf, rtype, rcount * size, size, rv, in_place, 1))
         return HAR_STAGE_UNTOUCHED;
     return allocate(s, a);
 }

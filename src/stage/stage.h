@@ -69,29 +69,38 @@ typedef struct {
 
 HAR_HIDDEN int har_plan_allreduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf,
                                   har_count_t count, MPI_Datatype type);
-HAR_HIDDEN int har_plan_bcast(har_stage_t *s, const har_stage_ask_t *a, void *buf, int count, MPI_Datatype type,
-                              int root);
-HAR_HIDDEN int har_plan_reduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf, int count,
-                               MPI_Datatype type, int root);
-/* Allgather, and allgatherv where rcounts is not NULL. */
-HAR_HIDDEN int har_plan_allgather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, int scount,
-                                  MPI_Datatype stype, void *rbuf, int rcount, const int *rcounts, const int *displs,
+/* The counts and displacements of a v form's blocks, one per rank: int
+ * arrays from the int bindings, MPI_Count counts and MPI_Aint
+ * displacements from the _c ones. A NULL pointer to one: not a v form. */
+typedef struct {
+    const void *counts, *displs;
+    har_binding_t binding;
+} har_blocks_t;
+
+HAR_HIDDEN int har_plan_bcast(har_stage_t *s, const har_stage_ask_t *a, void *buf, har_count_t count,
+                              MPI_Datatype type, int root);
+HAR_HIDDEN int har_plan_reduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf,
+                               har_count_t count, MPI_Datatype type, int root);
+/* Allgather, and allgatherv where rv is not NULL. */
+HAR_HIDDEN int har_plan_allgather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
+                                  MPI_Datatype stype, void *rbuf, har_count_t rcount, const har_blocks_t *rv,
                                   MPI_Datatype rtype);
-/* Reduce_scatter_block, and reduce_scatter where rcounts is not NULL. */
+/* Reduce_scatter_block, and reduce_scatter where rv is not NULL (its
+ * counts only). */
 HAR_HIDDEN int har_plan_reduce_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf,
-                                       int rcount, const int *rcounts, MPI_Datatype type);
-/* Gather, and gatherv where rcounts is not NULL. */
-HAR_HIDDEN int har_plan_gather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, int scount,
-                               MPI_Datatype stype, void *rbuf, int rcount, const int *rcounts, const int *displs,
+                                       har_count_t rcount, const har_blocks_t *rv, MPI_Datatype type);
+/* Gather, and gatherv where rv is not NULL. */
+HAR_HIDDEN int har_plan_gather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
+                               MPI_Datatype stype, void *rbuf, har_count_t rcount, const har_blocks_t *rv,
                                MPI_Datatype rtype, int root);
-/* Scatter, and scatterv where scounts is not NULL. */
-HAR_HIDDEN int har_plan_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, int scount,
-                                const int *scounts, const int *displs, MPI_Datatype stype, void *rbuf, int rcount,
+/* Scatter, and scatterv where sv is not NULL. */
+HAR_HIDDEN int har_plan_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
+                                const har_blocks_t *sv, MPI_Datatype stype, void *rbuf, har_count_t rcount,
                                 MPI_Datatype rtype, int root);
-/* Alltoall, and alltoallv where scounts is not NULL. */
-HAR_HIDDEN int har_plan_alltoall(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, int scount,
-                                 const int *scounts, const int *sdispls, MPI_Datatype stype, void *rbuf, int rcount,
-                                 const int *rcounts, const int *rdispls, MPI_Datatype rtype);
+/* Alltoall, and alltoallv where sv and rv are not NULL. */
+HAR_HIDDEN int har_plan_alltoall(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
+                                 const har_blocks_t *sv, MPI_Datatype stype, void *rbuf, har_count_t rcount,
+                                 const har_blocks_t *rv, MPI_Datatype rtype);
 
 /* Copies the inputs into the host copies (a persistent request, at each
  * start); HAR_OK or HAR_ERR_CUDA. */

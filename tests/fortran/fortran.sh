@@ -87,7 +87,10 @@ for l in $(cat "$tmp/mpif"); do defined "$l"; done | sort -u > "$tmp/mpif_syms"
 defined "$lib" > "$tmp/har_syms"
 comm -12 "$tmp/har_syms" "$tmp/mpif_syms" > "$tmp/common"
 { echo "the MPI's Fortran libraries:"; cat "$tmp/mpif"; echo "defined by both libhar and them:"; cat "$tmp/common"; } > "$tmp/syms"
-# What libhar must define of them (mpi_wrappers/fortran.c says why).
+# What libhar must define of them (mpi_wrappers/fortran.c and
+# fortran_requests.c say why).
+completion="iallreduce wait test waitall testall waitany testany waitsome testsome request_get_status request_free
+    start startall"
 case "$MPI_FLAVOUR" in
 openmpi)
     {
@@ -95,19 +98,21 @@ openmpi)
             R=$(echo $r | tr a-z A-Z)
             printf '%s\n' "mpi_$r" "mpi_${r}_" "mpi_${r}__" "MPI_$R" "mpi_${r}_f08_"
         done
-        # mpi_wrappers/fortran_requests.c: the non-blocking all-reduce and
-        # the completion calls (mpif.h and use mpi spellings only)
-        for r in iallreduce wait test waitall testall waitany testany waitsome testsome request_get_status \
-            request_free start startall; do
+        # mpi_wrappers/fortran_requests.c: the non-blocking and persistent
+        # all-reduce and the completion calls
+        for r in $completion; do
             R=$(echo $r | tr a-z A-Z)
-            printf '%s\n' "mpi_$r" "mpi_${r}_" "mpi_${r}__" "MPI_$R"
+            printf '%s\n' "mpi_$r" "mpi_${r}_" "mpi_${r}__" "MPI_$R" "mpi_${r}_f08_"
         done
+        printf '%s\n' mpix_allreduce_init mpix_allreduce_init_ mpix_allreduce_init__ MPIX_ALLREDUCE_INIT \
+            mpix_allreduce_init_f08_
     } | sort > "$tmp/want"
-    what="Open MPI: libhar defines exactly the MPI's Fortran MPI_ALLREDUCE, MPI_INIT, MPI_INIT_THREAD, MPI_FINALIZE (every spelling, f08's), MPI_IALLREDUCE and the completion calls (mpif.h's and use mpi's)"
+    what="Open MPI: libhar defines exactly the MPI's Fortran MPI_ALLREDUCE, MPI_INIT, MPI_INIT_THREAD, MPI_FINALIZE, MPI_IALLREDUCE, MPIX_ALLREDUCE_INIT and the completion calls (every spelling, f08's too)"
     ours=yes ;;
 mpich)
-    printf '%s\n' mpi_finalize_f08_ mpi_init_f08_ mpi_init_thread_f08_ > "$tmp/want"
-    what="MPICH: of the MPI's Fortran symbols libhar defines only mpi_f08's MPI_Init, MPI_Init_thread, MPI_Finalize (which call PMPI_ directly), no all-reduce"
+    { printf '%s\n' mpi_finalize_f08_ mpi_init_f08_ mpi_init_thread_f08_;
+      for r in $completion; do [ $r = iallreduce ] || echo "mpi_${r}_f08_"; done; } | sort > "$tmp/want"
+    what="MPICH: of the MPI's Fortran symbols libhar defines only mpi_f08's MPI_Init, MPI_Init_thread, MPI_Finalize and completion calls (which call PMPI_ directly), no all-reduce"
     ours=no ;;
 *)
     : > "$tmp/want"

@@ -9,9 +9,12 @@
  * and the receive buffers of non-roots included; the non-blocking forms
  * are all in flight at once and completed in a random order.
  *
- * collectives [--device|--cuda-host] [--expect staged|untouched] [--seed N]
+ * collectives [--device|--cuda-host] [--large] [--expect staged|untouched] [--seed N]
  * --cuda-host: host buffers in a process that has a GPU context (har then
  * asks the driver about every buffer).
+ * --large: every call through its MPI-4 large-count binding (MPI_Bcast_c,
+ * ..., with MPI_Count counts and MPI_Aint displacements); where the MPI has
+ * none (MPI 3) the program says so and exits 77.
  * --expect: har's counters say each call of this rank reached its wrapper,
  * and every one, or none, was staged. */
 #include "stagetest.h"
@@ -28,6 +31,10 @@ typedef struct {
     char *sbuf, *rbuf;           /* the call's buffers (host or device) */
     int root, in_place, n;
     int counts[MAXR], displs[MAXR], rcounts[MAXR], rdispls[MAXR];
+    /* the same in the large-count bindings' widths (a request's arrays
+     * must stay until it completes) */
+    MPI_Count lcounts[MAXR], lrcounts[MAXR];
+    MPI_Aint ldispls[MAXR], lrdispls[MAXR];
     MPI_Datatype type;           /* of the data (MPI_INT or a derived type) */
     int check_prefix;            /* only the first ints of rbuf are defined afterwards */
 } job_t;
@@ -67,6 +74,12 @@ static int vlayout(int *counts, int *displs, int n)
 
 static void job_buffers(job_t *j)
 {
+    for (int r = 0; r < world_size; r++) {
+        j->lcounts[r] = j->counts[r];
+        j->lrcounts[r] = j->rcounts[r];
+        j->ldispls[r] = j->displs[r];
+        j->lrdispls[r] = j->rdispls[r];
+    }
     j->sbuf = j->hs ? buf_alloc(j->ns * sizeof(int)) : NULL;
     j->rbuf = buf_alloc(j->nr * sizeof(int));
     if (j->hs) buf_put(j->sbuf, j->hs, j->ns * sizeof(int));
@@ -256,6 +269,11 @@ static void setup(job_t *j, int c, int in_place, int root, int n)
     job_buffers(j);
 }
 
+static int large;  /* --large */
+#if MPI_VERSION >= 4
+static int call_large(job_t *j, int c, const void *s, void *r, MPI_Request *req);
+#endif
+
 /* The call of collective c on j's buffers; req NULL: the blocking form. */
 static int call(job_t *j, int c, MPI_Request *req)
 {
@@ -268,6 +286,9 @@ static int call(job_t *j, int c, MPI_Request *req)
     char name[64];
     snprintf(name, sizeof name, "%s%s", req ? "i" : "", coll_names[c]);
     count_call(name);
+#if MPI_VERSION >= 4
+    if (large) return call_large(j, c, s, r, req);
+#endif
     switch (c) {
     case BCAST: case BCAST_VECTOR:
         return req ? MPI_Ibcast(r, c == BCAST ? n : 1, j->type, root, w, req) : MPI_Bcast(r, c == BCAST ? n : 1, j->type, root, w);
@@ -304,6 +325,50 @@ static int call(job_t *j, int c, MPI_Request *req)
     return MPI_ERR_OTHER;
 }
 
+#if MPI_VERSION >= 4
+/* The same calls through the large-count bindings. */
+static int call_large(job_t *j, int c, const void *s, void *r, MPI_Request *req)
+{
+    MPI_Count n = j->n, mine = j->counts[world_rank];
+    int root = j->root;
+    MPI_Comm w = MPI_COMM_WORLD;
+    switch (c) {
+    case BCAST: case BCAST_VECTOR:
+        return req ? MPI_Ibcast_c(r, c == BCAST ? n : 1, j->type, root, w, req) : MPI_Bcast_c(r, c == BCAST ? n : 1, j->type, root, w);
+    case REDUCE:
+        return req ? MPI_Ireduce_c(s, r, n, MPI_INT, MPI_SUM, root, w, req) : MPI_Reduce_c(s, r, n, MPI_INT, MPI_SUM, root, w);
+    case ALLGATHER:
+        return req ? MPI_Iallgather_c(s, n, MPI_INT, r, n, MPI_INT, w, req) : MPI_Allgather_c(s, n, MPI_INT, r, n, MPI_INT, w);
+    case ALLGATHERV:
+        return req ? MPI_Iallgatherv_c(s, mine, MPI_INT, r, j->lcounts, j->ldispls, MPI_INT, w, req)
+                   : MPI_Allgatherv_c(s, mine, MPI_INT, r, j->lcounts, j->ldispls, MPI_INT, w);
+    case RSB:
+        return req ? MPI_Ireduce_scatter_block_c(s, r, n, MPI_INT, MPI_SUM, w, req)
+                   : MPI_Reduce_scatter_block_c(s, r, n, MPI_INT, MPI_SUM, w);
+    case RS:
+        return req ? MPI_Ireduce_scatter_c(s, r, j->lcounts, MPI_INT, MPI_SUM, w, req)
+                   : MPI_Reduce_scatter_c(s, r, j->lcounts, MPI_INT, MPI_SUM, w);
+    case GATHER:
+        return req ? MPI_Igather_c(s, n, MPI_INT, r, n, MPI_INT, root, w, req) : MPI_Gather_c(s, n, MPI_INT, r, n, MPI_INT, root, w);
+    case GATHERV:
+        return req ? MPI_Igatherv_c(s, mine, MPI_INT, r, j->lcounts, j->ldispls, MPI_INT, root, w, req)
+                   : MPI_Gatherv_c(s, mine, MPI_INT, r, j->lcounts, j->ldispls, MPI_INT, root, w);
+    case SCATTER:
+        return req ? MPI_Iscatter_c(j->sbuf, n, MPI_INT, r, n, MPI_INT, root, w, req)
+                   : MPI_Scatter_c(j->sbuf, n, MPI_INT, r, n, MPI_INT, root, w);
+    case SCATTERV:
+        return req ? MPI_Iscatterv_c(j->sbuf, j->lcounts, j->ldispls, MPI_INT, r, mine, MPI_INT, root, w, req)
+                   : MPI_Scatterv_c(j->sbuf, j->lcounts, j->ldispls, MPI_INT, r, mine, MPI_INT, root, w);
+    case ALLTOALL:
+        return req ? MPI_Ialltoall_c(s, n, MPI_INT, r, n, MPI_INT, w, req) : MPI_Alltoall_c(s, n, MPI_INT, r, n, MPI_INT, w);
+    case ALLTOALLV:
+        return req ? MPI_Ialltoallv_c(s, j->lcounts, j->ldispls, MPI_INT, r, j->lrcounts, j->lrdispls, MPI_INT, w, req)
+                   : MPI_Alltoallv_c(s, j->lcounts, j->ldispls, MPI_INT, r, j->lrcounts, j->lrdispls, MPI_INT, w);
+    }
+    return MPI_ERR_OTHER;
+}
+#endif
+
 static void check(job_t *j, int c, const char *form)
 {
     int *got = malloc(j->nr * sizeof(int));
@@ -337,13 +402,20 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device")) on_device = 1;
         else if (!strcmp(argv[i], "--cuda-host")) cuda_host = 1;
+        else if (!strcmp(argv[i], "--large")) large = 1;
         else if (!strcmp(argv[i], "--expect") && i + 1 < argc) expect = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = (unsigned)strtoul(argv[++i], NULL, 10);
         else {
-            fprintf(stderr, "usage: collectives [--device|--cuda-host] [--expect staged|untouched] [--seed N]\n");
+            fprintf(stderr, "usage: collectives [--device|--cuda-host] [--large] [--expect staged|untouched] [--seed N]\n");
             return 2;
         }
     }
+#if MPI_VERSION < 4
+    if (large) {
+        printf("collectives: this MPI (MPI %d) has no large-count bindings\n", MPI_VERSION);
+        return 77;
+    }
+#endif
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);

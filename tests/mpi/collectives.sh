@@ -3,7 +3,8 @@
 # non-blocking (tests/mpi/collectives.c: every form, in place and not, two
 # roots, uneven v forms with gaps, a derived type with holes): the same
 # results without har, under LD_PRELOAD and relinked, each call counted by
-# har's wrapper and none staged; and through the staging path with the
+# har's wrapper and none staged; the same through the large-count (_c)
+# bindings where the MPI has them; and through the staging path with the
 # test build's HAR_TEST_STAGE=1, every call staged and every receive buffer
 # (gaps, holes and non-roots' buffers included) as it must be; and
 # MPI_Allreduce's forwarded calls through the same staging.
@@ -25,6 +26,17 @@ for np in 1 3 4; do
     check "$np ranks: HAR_TEST_STAGE=1, every call staged, results right" \
         env HAR_TEST_STAGE=1 $mpi $np "$linked" --seed $seed --expect staged
 done
+# The same calls through the MPI-4 large-count bindings (MPI_Bcast_c, ...,
+# MPI_Count counts, MPI_Aint displacements), where the MPI has them.
+large_plain="3 ranks, large-count (_c) bindings: LD_PRELOAD=libhar.so, every call through har's wrapper, none staged"
+large_staged="3 ranks, large-count (_c) bindings: HAR_TEST_STAGE=1, every call staged, results right"
+if grep -q '^#define HAR_HAVE_MPI_C_COUNTS 1' "$top_builddir/config.h"; then
+    check "$large_plain" env LD_PRELOAD="$lib" $mpi 3 "$plain" --seed $seed --large --expect untouched
+    check "$large_staged" env HAR_TEST_STAGE=1 $mpi 3 "$linked" --seed $seed --large --expect staged
+else
+    tap_skip "$large_plain" "this MPI ($MPI_FLAVOUR) has no large-count bindings"
+    tap_skip "$large_staged" "this MPI ($MPI_FLAVOUR) has no large-count bindings"
+fi
 # MPI_Allreduce's own staging (entry.c's forward()) is the same module's
 # (signed types only: the MPIs' own bugs on 8/16-bit sums and unsigned
 # min/max, in the README, are not the staging's).

@@ -1,6 +1,8 @@
 #!/bin/sh
-# MPI_IALLREDUCE and the completion calls from Fortran (mpif.h): relinked
-# with -lhar, every call reaches har and none is staged; linked with the
+# MPI_IALLREDUCE, the persistent all-reduce (Open MPI 4.1's
+# MPIX_ALLREDUCE_INIT, MPICH's MPI_ALLREDUCE_INIT) and the completion calls
+# from Fortran, through mpif.h and through `use mpi_f08`: relinked with
+# -lhar, every call reaches har and none is staged; linked with the
 # test build under HAR_TEST_STAGE=1, every one is staged and its results
 # arrive through the Fortran completion calls. Open MPI's Fortran bindings
 # call PMPI_* directly, so this passes there only through har's own
@@ -11,18 +13,27 @@ fc=$(echo "${MPICC:-mpicc}" | sed 's/mpicc/mpifort/')
 if ! command -v "$fc" > /dev/null 2>&1; then echo "1..0 # SKIP no Fortran compiler $fc"; exit 0; fi
 src="$top_srcdir/tests/mpi/frequests.f90"
 # gfortran 10 on refuses one buffer argument of several ranks without this
-fflags="-fallow-argument-mismatch"
-"$fc" $fflags -o "$tmp/relinked" "$src" -L"$top_builddir/.libs" -lhar -Wl,-rpath,"$top_builddir/.libs" > "$tmp/cc" 2>&1
-tap_result $? "frequests.f90 builds with $fc, relinked with -lhar" "$tmp/cc"
-# The test build is a static archive: its entry points are pulled in and
-# exported, so that the MPI's own Fortran library finds them.
-"$top_builddir/libtool" --tag=CC --mode=link "$fc" $fflags -o "$tmp/linked" "$src" "$top_builddir/libhar-test.la" \
-    -Wl,-u,MPI_Init -Wl,-u,MPI_Iallreduce -Wl,--export-dynamic > "$tmp/cc" 2>&1
-tap_result $? "frequests.f90 links with the test build" "$tmp/cc"
-check "Fortran, relinked: every MPI_IALLREDUCE through har, none staged, results right" \
-    $mpi 3 "$tmp/relinked" untouched
-check "Fortran, HAR_TEST_STAGE=1: every MPI_IALLREDUCE staged, results back through the Fortran completion calls" \
-    env HAR_TEST_STAGE=1 $mpi 3 "$tmp/linked" staged
-check_fails "Fortran, HAR_TEST_STAGE=2 (every copy back flipped) is caught" "FAIL rank" \
-    env HAR_TEST_STAGE=2 $mpi 2 "$tmp/linked" staged
+fflags="-cpp -fallow-argument-mismatch"
+case "$MPI_FLAVOUR" in
+openmpi) fflags="$fflags -DALLREDUCE_INIT=MPIX_ALLREDUCE_INIT -DMPI_EXT" ;;
+*) fflags="$fflags -DALLREDUCE_INIT=MPI_ALLREDUCE_INIT" ;;
+esac
+for binding in mpifh f08; do
+    flags="$fflags"
+    [ $binding = f08 ] && flags="$flags -DF08"
+    "$fc" $flags -o "$tmp/relinked" "$src" -L"$top_builddir/.libs" -lhar -Wl,-rpath,"$top_builddir/.libs" \
+        > "$tmp/cc" 2>&1
+    tap_result $? "$binding: frequests.f90 builds with $fc, relinked with -lhar" "$tmp/cc"
+    # The test build is a static archive: its entry points are pulled in and
+    # exported, so that the MPI's own Fortran library finds them.
+    "$top_builddir/libtool" --tag=CC --mode=link "$fc" $flags -o "$tmp/linked" "$src" \
+        "$top_builddir/libhar-test.la" -Wl,-u,MPI_Init -Wl,-u,MPI_Iallreduce -Wl,--export-dynamic > "$tmp/cc" 2>&1
+    tap_result $? "$binding: frequests.f90 links with the test build" "$tmp/cc"
+    check "$binding: relinked: every MPI_IALLREDUCE and the persistent all-reduce through har, none staged, results right" \
+        $mpi 3 "$tmp/relinked" untouched
+    check "$binding: HAR_TEST_STAGE=1: every one staged, results back through the Fortran completion calls" \
+        env HAR_TEST_STAGE=1 $mpi 3 "$tmp/linked" staged
+    check_fails "$binding: HAR_TEST_STAGE=2 (every copy back flipped) is caught" "FAIL rank" \
+        env HAR_TEST_STAGE=2 $mpi 2 "$tmp/linked" staged
+done
 done_testing

@@ -1,14 +1,31 @@
-! MPI_IALLREDUCE and the completion calls from Fortran (mpif.h), linked
-! with har: Open MPI's Fortran bindings call PMPI_* directly, so har's own
-! Fortran spellings must take these calls, or a staged request would never
-! get its results. Several all-reduces in flight (one MPI_IN_PLACE) beside
-! a ring of ISEND/IRECV, completed each round by another call; results
-! checked against a reference; har's counters read through its C API.
-! Argument: "staged" or "untouched" (what the counters must show).
+! MPI_IALLREDUCE, the persistent all-reduce and the completion calls from
+! Fortran, linked with har: Open MPI's Fortran bindings call PMPI_*
+! directly, so har's own Fortran spellings must take these calls, or a
+! staged request would never get its results. Several all-reduces in
+! flight (one MPI_IN_PLACE) beside a ring of ISEND/IRECV, completed each
+! round by another call; then one persistent all-reduce started on new data
+! each round; results checked against a reference; har's counters read
+! through its C API. Argument: "staged" or "untouched" (what the counters
+! must show).
+! Preprocessed (-cpp): -DF08 builds it against `use mpi_f08` (some calls
+! without their OPTIONAL ierror), else against mpif.h; -DALLREDUCE_INIT=
+! names the persistent all-reduce (MPI_ALLREDUCE_INIT, or Open MPI 4.1's
+! MPIX_ALLREDUCE_INIT, whose module or header -DMPI_EXT adds).
 program frequests
     use iso_c_binding
+#ifdef F08
+    use mpi_f08
+#ifdef MPI_EXT
+    use mpi_f08_ext
+#endif
+#endif
     implicit none
+#ifndef F08
     include 'mpif.h'
+#ifdef MPI_EXT
+    include 'mpif-ext.h'
+#endif
+#endif
     interface
         integer(c_int) function har_counter_index(name) bind(C, name="har_counter_index")
             import :: c_int, c_char
@@ -23,12 +40,17 @@ program frequests
     integer, parameter :: n = 1000, nreq = 5, rounds = 9
     integer :: a(n), b(n), c(n), ring_in(10), ring_out(10)
     double precision :: d(n)
-    integer :: reqs(nreq), statuses(MPI_STATUS_SIZE, nreq), status(MPI_STATUS_SIZE)
+#ifdef F08
+    type(MPI_Request) :: reqs(nreq), preq
+    type(MPI_Status) :: statuses(nreq), status
+#else
+    integer :: reqs(nreq), statuses(MPI_STATUS_SIZE, nreq), status(MPI_STATUS_SIZE), preq
+#endif
     integer :: ierr, rank, size, k, i, r, idx, outcount, indices(nreq), done, bad, posted
     logical :: flag, flags(nreq)
     integer(c_long_long) :: values(256)
     character(len=16) :: expect
-    integer :: seen, staged, ncount
+    integer :: seen, staged, ncount, pseen, pstaged
 
     call get_command_argument(1, expect)
     call MPI_INIT(ierr)
@@ -54,7 +76,11 @@ program frequests
         select case (mod(k, 9))
         case (0)
             do i = nreq, 1, -1
+#ifdef F08
+                call MPI_WAIT(reqs(i), status)
+#else
                 call MPI_WAIT(reqs(i), status, ierr)
+#endif
             end do
         case (1)
             call MPI_WAITALL(nreq, reqs, statuses, ierr)
@@ -65,12 +91,13 @@ program frequests
             do while (.not. flag)
                 call MPI_TESTALL(nreq, reqs, flag, statuses, ierr)
             end do
-        ! (MPICH 4.0.2's Fortran MPI_WAITANY and MPI_TESTANY return
-        ! MPI_UNDEFINED + 1 where they mean MPI_UNDEFINED: no index is
-        ! negative, so both are taken as MPI_UNDEFINED.)
+        ! (MPICH 4.0.2's mpif.h MPI_WAITANY and MPI_TESTANY return
+        ! MPI_UNDEFINED + 1 where they mean MPI_UNDEFINED, and its mpi_f08
+        ! ones count from 0: no index is negative, so every negative one is
+        ! taken as MPI_UNDEFINED, and 0 as an index.)
         case (4)
             idx = 1
-            do while (idx > 0)
+            do while (idx >= 0)
                 call MPI_WAITANY(nreq, reqs, idx, status, ierr)
             end do
         case (5)
@@ -117,7 +144,41 @@ program frequests
         if (any(ring_in /= mod(rank + size - 1, size) * 100 + k)) bad = bad + 1
         if (bad > 0 .and. mod(k, 9) == k) print '(a,i0,a,i0,a,i0)', 'FAIL rank ', rank, ': round ', k, ': ', bad
     end do
+    ! the persistent all-reduce: made once, started on new data each round
+    call ALLREDUCE_INIT(a, b, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, preq, ierr)
+    do k = 0, 2
+        do i = 1, n
+            a(i) = mod(i * 5 + rank * 11 + k, 89) - 44
+            b(i) = -12345
+        end do
+        call MPI_START(preq, ierr)
+        if (k == 1) then
+            flag = .false.
+            do while (.not. flag)
+                call MPI_TEST(preq, flag, status, ierr)
+            end do
+        else
+            call MPI_WAIT(preq, MPI_STATUS_IGNORE, ierr)
+        end if
+        do i = 1, n
+            if (b(i) /= sum([(mod(i * 5 + r * 11 + k, 89) - 44, r = 0, size - 1)])) bad = bad + 1
+        end do
+        if (bad > 0) print '(a,i0,a,i0,a,i0)', 'FAIL rank ', rank, ': persistent round ', k, ': ', bad
+    end do
+#ifdef F08
+    call MPI_REQUEST_FREE(preq)
+#else
+    call MPI_REQUEST_FREE(preq, ierr)
+#endif
+    if (preq /= MPI_REQUEST_NULL) bad = bad + 1
     ncount = har_counters(values, 256)
+    pseen = int(values(har_counter_index("allreduce_init" // c_null_char) + 1))
+    pstaged = int(values(har_counter_index("allreduce_init_staged" // c_null_char) + 1))
+    if (pseen /= 1 .or. (trim(expect) == 'staged' .and. pstaged /= 1) .or. &
+        (trim(expect) == 'untouched' .and. pstaged /= 0)) then
+        print '(a,i0,a,i0,a,i0)', 'FAIL rank ', rank, ': persistent all-reduce counted ', pseen, ', staged ', pstaged
+        bad = bad + 1
+    end if
     seen = int(values(har_counter_index("iallreduce" // c_null_char) + 1))
     staged = int(values(har_counter_index("iallreduce_staged" // c_null_char) + 1))
     if (seen /= posted) then

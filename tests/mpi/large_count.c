@@ -6,12 +6,18 @@
  * checked against a reference computed here; MPI_LONG_DOUBLE, which har
  * leaves to the MPI, forwarded (the mpi counter moves) with the right
  * answer; MPI_DATATYPE_NULL giving the MPI's own error class
- * (PMPI_Allreduce_c's).
+ * (PMPI_Allreduce_c's); MPI_Iallreduce_c and MPI_Allreduce_init_c (started
+ * twice, on new data) counted by har's wrappers and checked, and, under the
+ * test build's HAR_TEST_STAGE=1, staged.
  *
  * large_count large: one in-place MPI_BOR of 2^31 + 1001 MPI_BYTE elements
  * (a count no int holds; 2 GiB and more per rank), served by har (run it
  * with HAR_MAX_BYTES above that), checked on a sample: the first and last
  * MiB, the MiB around 2^31, and every 4099th byte.
+ *
+ * large_count bcast: one MPI_Bcast_c of 2^31 + 1001 MPI_BYTE elements from
+ * the last rank, through har's wrapper (staged under HAR_TEST_STAGE=1, its
+ * counters say), checked on the same sample.
  *
  * Prints "large_count: ok ..." from rank 0 when everything matched, a
  * line per difference from the rank that saw it, and exits 1 then. Built
@@ -61,6 +67,66 @@ static void expect_path(const char *name, unsigned long long before, const char 
 
 static int ivalue(int r, MPI_Count i) { return (int)((i * 7 + r * 13) % 2001) - 1000; }
 static double dvalue(int r, MPI_Count i) { return (double)((i * 3 + r * 5) % 101) * 0.25; }
+
+/* Under HAR_TEST_STAGE=1 har stages host buffers as if they were device
+ * memory: its name_staged counters move too. */
+static int staging(void)
+{
+    const char *v = getenv("HAR_TEST_STAGE");
+    return v && !strcmp(v, "1");
+}
+
+/* Did the one call since `before` reach har's wrapper `name` (and, when
+ * staging, its name_staged counter)? */
+static void expect_wrapped(const char *name, unsigned long long before, unsigned long long before_staged)
+{
+    char staged[64];
+    snprintf(staged, sizeof staged, "%s_staged", name);
+    if (counter(name) != before + 1 || counter(staged) != before_staged + (unsigned long long)staging()) {
+        failures++;
+        printf("large_count: FAIL rank %d: %s: counted %llu, staged %llu, before %llu and %llu\n", rank, name,
+               counter(name), counter(staged), before, before_staged);
+    }
+}
+
+static void check_sum(const char *what, const int *got, MPI_Count n, int round)
+{
+    for (MPI_Count i = 0; i < n; i++) {
+        int want = 0;
+        for (int r = 0; r < nranks; r++) want += ivalue(r + round, i);
+        if (got[i] != want) fail(what, (long long)n, (long long)i, got[i], want);
+    }
+}
+
+/* The non-blocking and persistent all-reduce's _c forms. */
+static void requests(void)
+{
+    static const MPI_Count counts[] = {7, 65537};
+    for (size_t k = 0; k < 2; k++) {
+        MPI_Count n = counts[k];
+        int *s = malloc((size_t)n * sizeof *s), *r = malloc((size_t)n * sizeof *r);
+        for (MPI_Count i = 0; i < n; i++) s[i] = ivalue(rank, i);
+        MPI_Request req;
+        unsigned long long b = counter("iallreduce"), bs = counter("iallreduce_staged");
+        MPI_Iallreduce_c(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req);
+        expect_wrapped("iallreduce", b, bs);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        check_sum("MPI_Iallreduce_c", r, n, 0);
+        b = counter("allreduce_init");
+        bs = counter("allreduce_init_staged");
+        MPI_Allreduce_init_c(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+        expect_wrapped("allreduce_init", b, bs);
+        for (int round = 0; round < 2; round++) {
+            for (MPI_Count i = 0; i < n; i++) s[i] = ivalue(rank + round, i);
+            MPI_Start(&req);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            check_sum("MPI_Allreduce_init_c", r, n, round);
+        }
+        MPI_Request_free(&req);
+        free(s);
+        free(r);
+    }
+}
 
 static void small(void)
 {
@@ -119,6 +185,7 @@ static void small(void)
                cls_mpi);
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    requests();
 }
 
 /* Rank r's bytes hold the bits r, r + nranks, ... of a hash of the
@@ -131,6 +198,21 @@ static unsigned char mask(int r)
     unsigned char m = 0;
     for (int bit = r; bit < 8; bit += nranks) m |= (unsigned char)(1u << bit);
     return m;
+}
+
+/* buf holds hash(i) at i: checked on the first and last MiB, the MiB
+ * around 2^31 and every 4099th byte. */
+static void check_sample(const unsigned char *buf, MPI_Count n, const char *what)
+{
+    const MPI_Count mib = 1 << 20, mid = (MPI_Count)1 << 31;
+    long long checked = 0;
+    for (MPI_Count i = 0; i < n; i++) {
+        int sampled = i < mib || i >= n - mib || (i >= mid - mib / 2 && i < mid + mib / 2) || i % 4099 == 0;
+        if (!sampled) continue;
+        checked++;
+        if (buf[i] != hash((uint64_t)i)) fail(what, (long long)n, (long long)i, buf[i], hash((uint64_t)i));
+    }
+    if (rank == 0) printf("large_count: %lld of %lld bytes checked\n", checked, (long long)n);
 }
 
 static void large(void)
@@ -146,15 +228,26 @@ static void large(void)
     unsigned long long before = counter("host_segment");
     MPI_Allreduce_c(MPI_IN_PLACE, buf, n, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
     expect_path("host_segment", before, "MPI_BYTE bor", (long long)n);
-    const MPI_Count mib = 1 << 20, mid = (MPI_Count)1 << 31;
-    long long checked = 0;
-    for (MPI_Count i = 0; i < n; i++) {
-        int sampled = i < mib || i >= n - mib || (i >= mid - mib / 2 && i < mid + mib / 2) || i % 4099 == 0;
-        if (!sampled) continue;
-        checked++;
-        if (buf[i] != hash((uint64_t)i)) fail("MPI_BYTE bor", (long long)n, (long long)i, buf[i], hash((uint64_t)i));
+    check_sample(buf, n, "MPI_BYTE bor");
+    free(buf);
+}
+
+/* One MPI_Bcast_c of a count no int holds, from the last rank. */
+static void bcast(void)
+{
+    const MPI_Count n = ((MPI_Count)1 << 31) + 1001;
+    unsigned char *buf = malloc((size_t)n);
+    int root = nranks - 1;
+    if (!buf) {
+        printf("large_count: FAIL rank %d: no memory for %lld bytes\n", rank, (long long)n);
+        failures++;
+        return;
     }
-    if (rank == 0) printf("large_count: %lld of %lld bytes checked\n", checked, (long long)n);
+    for (MPI_Count i = 0; i < n; i++) buf[i] = rank == root ? hash((uint64_t)i) : 0;
+    unsigned long long b = counter("bcast"), bs = counter("bcast_staged");
+    MPI_Bcast_c(buf, n, MPI_BYTE, root, MPI_COMM_WORLD);
+    expect_wrapped("bcast", b, bs);
+    check_sample(buf, n, "MPI_Bcast_c");
     free(buf);
 }
 
@@ -166,8 +259,9 @@ int main(int argc, char **argv)
     const char *what = argc > 1 ? argv[1] : "";
     if (!strcmp(what, "small")) small();
     else if (!strcmp(what, "large")) large();
+    else if (!strcmp(what, "bcast")) bcast();
     else {
-        fprintf(stderr, "usage: large_count small|large\n");
+        fprintf(stderr, "usage: large_count small|large|bcast\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int total = 0;

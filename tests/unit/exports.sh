@@ -1,22 +1,28 @@
 #!/bin/sh
 # libhar exports only MPI_*, mpi_* and har_* and the one MPIX_ call it
-# wraps, Open MPI 4.1's MPIX_Allreduce_init (the CUDA runtime and every
-# internal helper stay hidden), links no CUDA library, and carries no test
-# hook.
+# wraps, Open MPI 4.1's MPIX_Allreduce_init, in C and Fortran spellings
+# (the CUDA runtime and every internal helper stay hidden), links no CUDA
+# library, and carries no test hook.
 . "$top_srcdir/tests/lib.sh"
 so="$top_builddir/.libs/libhar.so"
-nm -D --defined-only "$so" | awk '{print $NF}' | grep -v -E '^(MPI_|mpi_|har_|MPIX_Allreduce_init$)' > "$tmp/extra"
+nm -D --defined-only "$so" | awk '{print $NF}' | grep -v -E '^(MPI_|mpi_|har_|MPIX_Allreduce_init$|MPIX_ALLREDUCE_INIT$|mpix_allreduce_init(|_|__|_f08_)$)' > "$tmp/extra"
 [ ! -s "$tmp/extra" ]
-tap_result $? "nm -D: only MPI_*, mpi_*, har_* and MPIX_Allreduce_init defined" "$tmp/extra"
+tap_result $? "nm -D: only MPI_*, mpi_*, har_* and MPIX_Allreduce_init (C and Fortran) defined" "$tmp/extra"
 nm -D --defined-only "$so" | grep -q " T MPI_Allreduce$"
 tap_result $? "MPI_Allreduce is exported"
 # The non-blocking, persistent and other collectives, the completion calls,
-# and under Open MPI their Fortran spellings (its own call PMPI_*).
+# and their Fortran spellings that call PMPI_* themselves: under Open MPI
+# all of them, under MPICH the mpi_f08 completion calls.
 want="MPI_Iallreduce MPI_Wait MPI_Waitall MPI_Testsome MPI_Request_get_status MPI_Startall MPI_Request_free MPI_Bcast MPI_Ialltoallv"
 case "$MPI_FLAVOUR" in
-openmpi) want="$want MPIX_Allreduce_init mpi_iallreduce_ MPI_WAIT mpi_wait mpi_wait_ mpi_wait__ mpi_testsome_ mpi_startall_" ;;
-*) want="$want MPI_Allreduce_init" ;;
+openmpi) want="$want MPIX_Allreduce_init mpi_iallreduce_ MPI_WAIT mpi_wait mpi_wait_ mpi_wait__ mpi_wait_f08_ mpi_testsome_ mpi_startall_"
+    want="$want mpi_iallreduce_f08_ mpi_waitall_f08_ MPIX_ALLREDUCE_INIT mpix_allreduce_init_ mpix_allreduce_init_f08_" ;;
+*) want="$want MPI_Allreduce_init mpi_wait_f08_ mpi_waitall_f08_ mpi_testany_f08_ mpi_startall_f08_" ;;
 esac
+# The large-count bindings, where the MPI has them.
+if grep -q "^#define HAR_HAVE_MPI_C_COUNTS 1" "$top_builddir/config.h"; then
+    want="$want MPI_Allreduce_c MPI_Iallreduce_c MPI_Allreduce_init_c MPI_Bcast_c MPI_Ibcast_c MPI_Alltoallv_c MPI_Ialltoallv_c"
+fi
 nm -D --defined-only "$so" | awk '{print $NF}' > "$tmp/defined"
 for w in $want; do grep -qx "$w" "$tmp/defined" || echo "missing: $w"; done > "$tmp/missing"
 [ ! -s "$tmp/missing" ]
