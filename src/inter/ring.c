@@ -13,6 +13,11 @@
  * reduce the same two operands in the same order (the lower rank's first),
  * so all ranks still end with bitwise identical results.
  *
+ * The ring's steps move their blocks in segments of HAR_RING_SEGMENT
+ * bytes, each its own message: small enough that the MPI sends it eagerly
+ * (no rendezvous round trip per block), and each is reduced as it comes
+ * while the later ones are still on the way.
+ *
  * A call's first exchange with each partner also carries what this rank
  * calls (count, datatype, op, call number), checked on receipt: ranks on
  * different nodes whose calls differ fail as the MPI would
@@ -31,11 +36,16 @@
 #define RING_TAG 0x6172    /* har's own communicators carry nothing else */
 #define HEADER_TAG 0x6174
 #define CHECK_TAG 0x6175
-/* A call's first block travels in one message with the header while both
- * fit in this: across hosts over TCP a second message cost a whole second
- * latency (2 hosts of 1 rank, Open MPI 4.1, doubling: 10.9 against 5.9 us
- * at 512 B with 256 here), and packing 8 KiB costs a copy of as much. */
-#define PACKED_MAX 8192
+/* A call's first block travels in one message with its header while it
+ * is at most this: across hosts over TCP a second message cost a whole
+ * second latency (2 hosts of 1 rank, Open MPI 4.1, doubling: 10.9 against
+ * 5.9 us at 512 B with 256 here; 49.8 against 37.6 us for 8 KiB against
+ * 4 KiB of device data when only 8 KiB with the header fitted), and
+ * packing costs a copy of as much. 32 KiB covers every step of recursive
+ * doubling at its default HAR_DOUBLING_MAX. */
+#define PACKED_MAX (32 << 10)
+/* Segments of a ring step in flight at once, each way. */
+#define WINDOW 16
 
 /* HAR_CHECK: each block travels with its checksum. */
 typedef struct {
@@ -48,14 +58,14 @@ typedef struct {
 typedef struct {
     har_arrival_t what;
     int32_t comm_rank, world_rank;
-    int32_t packed_bytes;   /* the block's bytes after the header; -1: the block follows as its own message */
+    int32_t packed_bytes;   /* the block's bytes after the header; -1: the block follows in segments */
     int32_t unused;
     char host[48];
 } header_t;
 
 typedef struct {
     header_t h;
-    char block[PACKED_MAX - sizeof(header_t)];
+    char block[PACKED_MAX];
 } packed_t;
 
 /* The ring's messages other than data blocks, in memory that outlives a
@@ -132,38 +142,96 @@ static har_status_t wait_exchange(har_node_t *node, int n, MPI_Request *req, int
     return st;
 }
 
-/* One step of `step` (the transport's name): receive from `from`, send to
- * `to` (their places across nodes), with HAR_CHECK's
- * checksums when `check`. On a call's first step (`headers`) the header
- * goes too, with the block in its message when both are small, and the
- * header that comes is checked against this rank's call. The block
- * this rank expects is `expect` bytes, but the receive takes up to
- * recv_bytes (the whole of tmp): a rank whose call differs may send more,
- * and the header, not a truncated receive, must say so. The blocks are of
- * memory `kind` (device memory with an MPI that moves it): the header's
- * message, in host memory, packs a small one by a copy. Byte counts fit an
- * int whatever the call's count: a block is at most a chunk, and across
- * nodes a chunk is at most HAR_SLOT_BYTES, itself at most 1 GiB (plan.c). */
-static har_status_t exchange(har_node_t *node, char *send, size_t send_bytes, char *recv, size_t expect,
-                             size_t recv_bytes, int to, int from, int headers, int check, har_mem_kind_t kind,
+/* The n elements of `in` reduced into `acc`: by the block's kernel where
+ * its data is device memory, else by the CPU. */
+static har_status_t reduce_into(const har_inter_block_t *b, char *acc, const char *in, size_t n)
+{
+    if (b->reduce) return b->reduce(b->reduce_ctx, acc, in, n);
+    b->call->red.fn(acc, in, n);
+    return HAR_OK;
+}
+
+/* Bytes of segment i of a block of `bytes` cut into segments of `seg`. */
+static size_t segment_bytes(size_t bytes, size_t seg, size_t i)
+{
+    return bytes - i * seg < seg ? bytes - i * seg : seg;
+}
+
+/* Moves a block each way between this rank and its partners (send NULL or
+ * recv NULL: nothing that way) in segments of HAR_RING_SEGMENT bytes, whole
+ * elements, at most WINDOW in flight each way; each segment that comes is
+ * reduced into `acc` at once (NULL: only received). Both partners cut
+ * alike: the segment is rank 0's setting, and the blocks' sizes follow
+ * from the call, which the headers have checked. */
+static har_status_t segments(har_node_t *node, const har_inter_block_t *b, const char *send, size_t send_bytes,
+                             char *recv, size_t recv_bytes, char *acc, int to, int from, const char *step)
+{
+    MPI_Comm ring = node->notice_comm;
+    size_t elem = b->call->red.elem_size, most = send_bytes > recv_bytes ? send_bytes : recv_bytes;
+    size_t seg = (size_t)node->set->ring_segment / elem * elem;
+    if (seg == 0 || seg > most) seg = most > 0 ? most : 1;
+    size_t ns = send ? (send_bytes + seg - 1) / seg : 0, nr = recv ? (recv_bytes + seg - 1) / seg : 0;
+    for (size_t w = 0; w < ns || w < nr; w += WINDOW) {
+        /* slots: 2k the receive of segment w + k, 2k + 1 its send */
+        MPI_Request req[2 * WINDOW];
+        int rc = MPI_SUCCESS;
+        for (int k = 0; k < 2 * WINDOW; k++) req[k] = MPI_REQUEST_NULL;
+        for (size_t k = 0, i = w; k < WINDOW && rc == MPI_SUCCESS; k++, i++) {
+            if (i < nr)
+                rc = PMPI_Irecv(recv + i * seg, (int)segment_bytes(recv_bytes, seg, i), MPI_BYTE, from, RING_TAG,
+                                ring, &req[2 * k]);
+            if (rc == MPI_SUCCESS && i < ns)
+                rc = PMPI_Isend(send + i * seg, (int)segment_bytes(send_bytes, seg, i), MPI_BYTE, to, RING_TAG, ring,
+                                &req[2 * k + 1]);
+        }
+        if (rc != MPI_SUCCESS) return wait_exchange(node, 2 * WINDOW, req, rc, from, step);  /* says why */
+        har_status_t st = HAR_OK;
+        for (size_t k = 0, i = w; k < WINDOW && i < nr && st == HAR_OK; k++, i++) {
+            st = har_node_wait_partner(node, 1, &req[2 * k], from, step);
+            if (st == HAR_OK && acc)
+                st = reduce_into(b, acc + i * seg, recv + i * seg, segment_bytes(recv_bytes, seg, i) / elem);
+        }
+        if (st == HAR_OK) st = har_node_wait_partner(node, 2 * WINDOW, req, to, step);  /* the sends */
+        if (st != HAR_OK) {
+            abandon(2 * WINDOW, req);
+            return st;
+        }
+    }
+    return HAR_OK;
+}
+
+/* One step of `step` (the transport's name): receive `recv_bytes` from
+ * `from`, send `send_bytes` to `to` (their places across nodes), with
+ * HAR_CHECK's checksums when `check`. On a call's first step (`headers`)
+ * the header goes first, with the block in its message when that is small,
+ * and the header that comes is checked against this rank's call before any
+ * block moves: a partner whose call differs may never take this rank's
+ * block (its count made it take the other transport), and must not hold
+ * the failure up; failure notices tell it and every other rank. The
+ * blocks are of memory `kind` (device memory with an MPI that moves it):
+ * the header's message, in host memory, packs a small one by a copy. Byte
+ * counts fit an int whatever the call's count: a block is at most a chunk,
+ * and across nodes a chunk is at most HAR_SLOT_BYTES, itself at most 1 GiB
+ * (plan.c). */
+static har_status_t exchange(har_node_t *node, const har_inter_block_t *b, char *send, size_t send_bytes,
+                             char *recv, size_t recv_bytes, int to, int from, int headers, int check,
                              const char *step)
 {
     MPI_Comm ring = node->notice_comm;
     struct har_ring_msgs *m = node->ring_msgs;
+    har_mem_kind_t kind = b->kind;
 #ifdef HAR_TEST_HOOKS
     if (HAR_CFG(test_corrupt_ring).i == node->rank && send_bytes > 0 && kind == HAR_MEM_HOST)
         send[0] ^= 0x40;  /* in flight: after its checksum */
 #endif
-    /* Slots: 0, 1 the block, or the header's message; 2, 3 the checksums;
-     * 4, 5 a block that travels apart from its header. Receives are even. */
-    MPI_Request req[6] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL,
-                          MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    int rc;
+    /* Slots: 0, 1 the block, or the header's message; 2, 3 the checksums.
+     * Receives are even. */
+    MPI_Request req[4] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    int rc, packed = headers && send_bytes <= sizeof m->out.block;
     if (!headers) {
         rc = PMPI_Irecv(recv, (int)recv_bytes, MPI_BYTE, from, RING_TAG, ring, &req[0]);
         if (rc == MPI_SUCCESS) rc = PMPI_Isend(send, (int)send_bytes, MPI_BYTE, to, RING_TAG, ring, &req[1]);
     } else {
-        int packed = send_bytes <= sizeof m->out.block;
         m->out.h.packed_bytes = packed ? (int32_t)send_bytes : -1;
         har_status_t st = packed ? har_mem_copy(m->out.block, HAR_MEM_HOST, send, kind, send_bytes) : HAR_OK;
         if (st != HAR_OK) {
@@ -173,38 +241,33 @@ static har_status_t exchange(har_node_t *node, char *send, size_t send_bytes, ch
         size_t out_bytes = sizeof m->out.h + (packed ? send_bytes : 0);
         rc = PMPI_Irecv(&m->in, (int)sizeof m->in, MPI_BYTE, from, HEADER_TAG, ring, &req[0]);
         if (rc == MPI_SUCCESS) rc = PMPI_Isend(&m->out, (int)out_bytes, MPI_BYTE, to, HEADER_TAG, ring, &req[1]);
-        if (rc == MPI_SUCCESS && expect > sizeof m->in.block)
-            rc = PMPI_Irecv(recv, (int)recv_bytes, MPI_BYTE, from, RING_TAG, ring, &req[4]);
-        if (rc == MPI_SUCCESS && !packed) rc = PMPI_Isend(send, (int)send_bytes, MPI_BYTE, to, RING_TAG, ring, &req[5]);
     }
     if (rc == MPI_SUCCESS && check)
         rc = PMPI_Irecv(&m->came, (int)sizeof m->came, MPI_BYTE, from, CHECK_TAG, ring, &req[2]);
     if (rc == MPI_SUCCESS && check)
         rc = PMPI_Isend(&m->sent, (int)sizeof m->sent, MPI_BYTE, to, CHECK_TAG, ring, &req[3]);
     if (!headers) return wait_exchange(node, 4, req, rc, from, step);
-    /* The header first, checked before any block is waited for: a partner
-     * whose call differs may never take this rank's block (its count made
-     * it take the other transport), and must not hold the failure up.
-     * Failure notices tell it and every other rank. */
-    har_status_t st = wait_exchange(node, 4, req, rc, from, step);
-    if (st == HAR_OK) st = check_header(node, &m->out.h, &m->in.h, step);
+    /* The header that comes is checked before this rank waits for its
+     * own to be taken: a large one may wait for a receive the partner,
+     * whose call differs, never posts. */
+    har_status_t st = rc == MPI_SUCCESS ? har_node_wait_partner(node, 1, req, from, step) : HAR_OK;
+    if (st == HAR_OK && rc == MPI_SUCCESS) st = check_header(node, &m->out.h, &m->in.h, step);
     if (st != HAR_OK) {
-        abandon(2, req + 4);  /* the rest wait_exchange has abandoned, or they are done */
+        abandon(4, req);
         return st;
     }
-    int32_t came = m->in.h.packed_bytes;
-    if (came >= 0) {
-        abandon(1, req + 4);
-        size_t fits = recv_bytes < sizeof m->in.block ? recv_bytes : sizeof m->in.block;
-        if ((st = har_mem_copy(recv, kind, m->in.block, HAR_MEM_HOST, (size_t)came < fits ? (size_t)came : fits)) !=
-            HAR_OK) {
-            har_node_fail(node, st, -1, step);
-            return st;
-        }
-    } else if (req[4] == MPI_REQUEST_NULL)
-        rc = PMPI_Irecv(recv, (int)recv_bytes, MPI_BYTE, from, RING_TAG, ring, &req[4]);
-    if (req[4] == MPI_REQUEST_NULL && req[5] == MPI_REQUEST_NULL) return HAR_OK;
-    return wait_exchange(node, 6, req, rc, from, step);
+    if ((st = wait_exchange(node, 4, req, rc, from, step)) != HAR_OK) return st;
+    /* The calls agree, so the block that comes is recv_bytes (a packed one
+     * is never read past what came). */
+    int came_packed = m->in.h.packed_bytes >= 0;
+    size_t came = came_packed && (size_t)m->in.h.packed_bytes < recv_bytes ? (size_t)m->in.h.packed_bytes : recv_bytes;
+    if (came_packed && (st = har_mem_copy(recv, kind, m->in.block, HAR_MEM_HOST, came)) != HAR_OK) {
+        har_node_fail(node, st, -1, step);
+        return st;
+    }
+    if (packed && came_packed) return HAR_OK;
+    return segments(node, b, packed ? NULL : send, send_bytes, came_packed ? NULL : recv, recv_bytes, NULL, to, from,
+                    step);
 }
 
 /* HAR_CHECK: does the block that came match the checksum its sender sent? */
@@ -223,7 +286,7 @@ static har_status_t verify_block(har_node_t *node, const char *data, size_t byte
 static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
 {
     char *data = b->data, *tmp = b->tmp;
-    size_t n = b->n, tmp_bytes = b->tmp_bytes;
+    size_t n = b->n;
     const har_call_t *call = b->call;
     int first = b->first;
     int me = node->across_rank, p = node->across_size;
@@ -240,22 +303,35 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
         har_shard(n, elem, p, (me - s + p) % p, &soff, &slen);
         har_shard(n, elem, p, (me - s - 1 + 2 * p) % p, &roff, &rlen);
         int headers = first && s == 0;
-        if (check) m->sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
-        har_status_t st = exchange(node, data + soff * elem, slen * elem, tmp, rlen * elem,
-                                   headers ? tmp_bytes : rlen * elem, right, left, headers, check, b->kind, "ring");
-        if (st == HAR_OK && check) st = verify_block(node, tmp, rlen * elem, roff * elem, &m->came, "ring");
-        if (st == HAR_OK && b->reduce) st = b->reduce(b->reduce_ctx, data + roff * elem, tmp, rlen);
-        else if (st == HAR_OK) call->red.fn(data + roff * elem, tmp, rlen);
+        har_status_t st;
+        if (!headers && !check) {  /* the common step: each segment reduced as it comes */
+            HAR_TEST_POINT("ring");
+            st = segments(node, b, data + soff * elem, slen * elem, tmp, rlen * elem, data + roff * elem, right,
+                          left, "ring");
+        } else {
+            if (check) m->sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
+            st = exchange(node, b, data + soff * elem, slen * elem, tmp, rlen * elem, right, left, headers, check,
+                          "ring");
+            if (st == HAR_OK && check) st = verify_block(node, tmp, rlen * elem, roff * elem, &m->came, "ring");
+            if (st == HAR_OK) st = reduce_into(b, data + roff * elem, tmp, rlen);
+        }
         if (st != HAR_OK) return st;
     }
     /* All-gather: pass the finished blocks around. */
     for (int s = 0; s < p - 1; s++) {
         har_shard(n, elem, p, (me + 1 - s + p) % p, &soff, &slen);
         har_shard(n, elem, p, (me - s + p) % p, &roff, &rlen);
-        if (check) m->sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
-        har_status_t st = exchange(node, data + soff * elem, slen * elem, data + roff * elem, rlen * elem,
-                                   rlen * elem, right, left, 0, check, b->kind, "ring");
-        if (st == HAR_OK && check) st = verify_block(node, data + roff * elem, rlen * elem, roff * elem, &m->came, "ring");
+        har_status_t st;
+        if (!check) {
+            HAR_TEST_POINT("ring");
+            st = segments(node, b, data + soff * elem, slen * elem, data + roff * elem, rlen * elem, NULL, right,
+                          left, "ring");
+        } else {
+            m->sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
+            st = exchange(node, b, data + soff * elem, slen * elem, data + roff * elem, rlen * elem, right, left, 0,
+                          check, "ring");
+            if (st == HAR_OK) st = verify_block(node, data + roff * elem, rlen * elem, roff * elem, &m->came, "ring");
+        }
         if (st != HAR_OK) return st;
     }
     return HAR_OK;
@@ -270,8 +346,7 @@ static har_status_t swap(har_node_t *node, const har_inter_block_t *b, int peer,
     struct har_ring_msgs *m = node->ring_msgs;
     int check = node->set->check != 0;
     if (check) m->sent.sum = har_check_sum(b->data, send_bytes, 0);
-    har_status_t st = exchange(node, b->data, send_bytes, into, expect, b->first ? b->tmp_bytes : expect, peer, peer,
-                               b->first, check, b->kind, "doubling");
+    har_status_t st = exchange(node, b, b->data, send_bytes, into, expect, peer, peer, b->first, check, "doubling");
     if (st == HAR_OK && check) st = verify_block(node, into, expect, 0, &m->came, "doubling");
     return st;
 }
@@ -283,9 +358,7 @@ static har_status_t combine(const har_inter_block_t *b, int me, int peer)
     size_t bytes = b->n * b->call->red.elem_size;
     char *acc = me < peer ? b->data : b->tmp;
     const char *in = me < peer ? b->tmp : b->data;
-    har_status_t st = HAR_OK;
-    if (b->reduce) st = b->reduce(b->reduce_ctx, acc, in, b->n);
-    else b->call->red.fn(acc, in, b->n);
+    har_status_t st = reduce_into(b, acc, in, b->n);
     if (st == HAR_OK && acc != b->data) st = har_mem_copy(b->data, b->kind, acc, b->kind, bytes);
     return st;
 }

@@ -16,6 +16,7 @@
 typedef struct {
     long long node_size, min_bytes, max_bytes, slot_bytes, one_shot_max;
     long long device_slot_bytes, device_one_shot_max, nccl_min_bytes, doubling_max, device_host_max;
+    long long ring_segment;     /* HAR_RING_SEGMENT: every node must cut the ring's blocks alike */
     double timeout;
     int inter_path, check;      /* inter_path: HAR_INTER's transport between nodes (HAR_PATH_RING, _DOUBLING or
                                  * _INTER_MPI), or HAR_INTER_AUTO: by the call's size (har_plan_inter) */
