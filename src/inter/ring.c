@@ -162,16 +162,22 @@ static size_t segment_bytes(size_t bytes, size_t seg, size_t i)
  * elements, at most WINDOW in flight each way; each segment that comes is
  * reduced into `acc` at once (NULL: only received). Both partners cut
  * alike: the segment is rank 0's setting, and the blocks' sizes follow
- * from the call, which the headers have checked. */
+ * from the call, which the headers check. On a call's first step
+ * (`header`: the receive of the partner's header) the header is waited for
+ * and checked once the first segments are posted, before any is waited
+ * for: a partner whose call differs may never take them. */
 static har_status_t segments(har_node_t *node, const har_inter_block_t *b, const char *send, size_t send_bytes,
-                             char *recv, size_t recv_bytes, char *acc, int to, int from, const char *step)
+                             char *recv, size_t recv_bytes, char *acc, int to, int from, MPI_Request *header,
+                             const char *step)
 {
     MPI_Comm ring = node->notice_comm;
+    struct har_ring_msgs *m = node->ring_msgs;
     size_t elem = b->call->red.elem_size, most = send_bytes > recv_bytes ? send_bytes : recv_bytes;
     size_t seg = (size_t)node->set->ring_segment / elem * elem;
     if (seg == 0 || seg > most) seg = most > 0 ? most : 1;
     size_t ns = send ? (send_bytes + seg - 1) / seg : 0, nr = recv ? (recv_bytes + seg - 1) / seg : 0;
-    for (size_t w = 0; w < ns || w < nr; w += WINDOW) {
+    size_t w = 0;
+    do {
         /* slots: 2k the receive of segment w + k, 2k + 1 its send */
         MPI_Request req[2 * WINDOW];
         int rc = MPI_SUCCESS;
@@ -186,6 +192,10 @@ static har_status_t segments(har_node_t *node, const har_inter_block_t *b, const
         }
         if (rc != MPI_SUCCESS) return wait_exchange(node, 2 * WINDOW, req, rc, from, step);  /* says why */
         har_status_t st = HAR_OK;
+        if (header && w == 0) {
+            st = har_node_wait_partner(node, 1, header, from, step);
+            if (st == HAR_OK) st = check_header(node, &m->out.h, &m->in.h, step);
+        }
         for (size_t k = 0, i = w; k < WINDOW && i < nr && st == HAR_OK; k++, i++) {
             st = har_node_wait_partner(node, 1, &req[2 * k], from, step);
             if (st == HAR_OK && acc)
@@ -196,25 +206,28 @@ static har_status_t segments(har_node_t *node, const har_inter_block_t *b, const
             abandon(2 * WINDOW, req);
             return st;
         }
-    }
+        w += WINDOW;
+    } while (w < ns || w < nr);
     return HAR_OK;
 }
 
 /* One step of `step` (the transport's name): receive `recv_bytes` from
- * `from`, send `send_bytes` to `to` (their places across nodes), with
- * HAR_CHECK's checksums when `check`. On a call's first step (`headers`)
- * the header goes first, with the block in its message when that is small,
- * and the header that comes is checked against this rank's call before any
- * block moves: a partner whose call differs may never take this rank's
- * block (its count made it take the other transport), and must not hold
- * the failure up; failure notices tell it and every other rank. The
- * blocks are of memory `kind` (device memory with an MPI that moves it):
- * the header's message, in host memory, packs a small one by a copy. Byte
- * counts fit an int whatever the call's count: a block is at most a chunk,
- * and across nodes a chunk is at most HAR_SLOT_BYTES, itself at most 1 GiB
- * (plan.c). */
+ * `from`, send `send_bytes` to `to` (their places across nodes), reducing
+ * what comes into `acc` (NULL: only received), with HAR_CHECK's checksums
+ * when `check` (then the caller verifies and reduces). On a call's first
+ * step (`headers`) the header goes too, with the block in its message when
+ * that is at most PACKED_MAX (a block of the size that comes is packed by
+ * its sender alike), and the header that comes is checked against this
+ * rank's call before this rank waits for anything else: a partner whose
+ * call differs may never take what this rank sends (its count made it
+ * take the other transport), and must not hold the failure up; failure
+ * notices tell it and every other rank. The blocks are of memory `kind`
+ * (device memory with an MPI that moves it): the header's message, in host
+ * memory, packs a small one by a copy. Byte counts fit an int whatever the
+ * call's count: a block is at most a chunk, and across nodes a chunk is at
+ * most HAR_SLOT_BYTES, itself at most 1 GiB (plan.c). */
 static har_status_t exchange(har_node_t *node, const har_inter_block_t *b, char *send, size_t send_bytes,
-                             char *recv, size_t recv_bytes, int to, int from, int headers, int check,
+                             char *recv, size_t recv_bytes, char *acc, int to, int from, int headers, int check,
                              const char *step)
 {
     MPI_Comm ring = node->notice_comm;
@@ -224,14 +237,12 @@ static har_status_t exchange(har_node_t *node, const har_inter_block_t *b, char 
     if (HAR_CFG(test_corrupt_ring).i == node->rank && send_bytes > 0 && kind == HAR_MEM_HOST)
         send[0] ^= 0x40;  /* in flight: after its checksum */
 #endif
-    /* Slots: 0, 1 the block, or the header's message; 2, 3 the checksums.
-     * Receives are even. */
+    /* Slots: 0, 1 the header's message; 2, 3 the checksums. Receives are
+     * even. */
     MPI_Request req[4] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    int rc, packed = headers && send_bytes <= sizeof m->out.block;
-    if (!headers) {
-        rc = PMPI_Irecv(recv, (int)recv_bytes, MPI_BYTE, from, RING_TAG, ring, &req[0]);
-        if (rc == MPI_SUCCESS) rc = PMPI_Isend(send, (int)send_bytes, MPI_BYTE, to, RING_TAG, ring, &req[1]);
-    } else {
+    int rc = MPI_SUCCESS, packed = headers && send_bytes <= sizeof m->out.block;
+    int came_packed = headers && recv_bytes <= sizeof m->in.block;
+    if (headers) {
         m->out.h.packed_bytes = packed ? (int32_t)send_bytes : -1;
         har_status_t st = packed ? har_mem_copy(m->out.block, HAR_MEM_HOST, send, kind, send_bytes) : HAR_OK;
         if (st != HAR_OK) {
@@ -246,28 +257,30 @@ static har_status_t exchange(har_node_t *node, const har_inter_block_t *b, char 
         rc = PMPI_Irecv(&m->came, (int)sizeof m->came, MPI_BYTE, from, CHECK_TAG, ring, &req[2]);
     if (rc == MPI_SUCCESS && check)
         rc = PMPI_Isend(&m->sent, (int)sizeof m->sent, MPI_BYTE, to, CHECK_TAG, ring, &req[3]);
-    if (!headers) return wait_exchange(node, 4, req, rc, from, step);
-    /* The header that comes is checked before this rank waits for its
-     * own to be taken: a large one may wait for a receive the partner,
-     * whose call differs, never posts. */
-    har_status_t st = rc == MPI_SUCCESS ? har_node_wait_partner(node, 1, req, from, step) : HAR_OK;
-    if (st == HAR_OK && rc == MPI_SUCCESS) st = check_header(node, &m->out.h, &m->in.h, step);
+    if (rc != MPI_SUCCESS) return wait_exchange(node, 4, req, rc, from, step);  /* says why */
+    har_status_t st = HAR_OK;
+    if (!packed || !came_packed)  /* the blocks, and the header checked on the way */
+        st = segments(node, b, packed ? NULL : send, send_bytes, came_packed ? NULL : recv, recv_bytes, acc, to, from,
+                      headers ? &req[0] : NULL, step);
+    else {
+        st = har_node_wait_partner(node, 1, &req[0], from, step);
+        if (st == HAR_OK) st = check_header(node, &m->out.h, &m->in.h, step);
+    }
     if (st != HAR_OK) {
         abandon(4, req);
         return st;
     }
-    if ((st = wait_exchange(node, 4, req, rc, from, step)) != HAR_OK) return st;
-    /* The calls agree, so the block that comes is recv_bytes (a packed one
-     * is never read past what came). */
-    int came_packed = m->in.h.packed_bytes >= 0;
-    size_t came = came_packed && (size_t)m->in.h.packed_bytes < recv_bytes ? (size_t)m->in.h.packed_bytes : recv_bytes;
-    if (came_packed && (st = har_mem_copy(recv, kind, m->in.block, HAR_MEM_HOST, came)) != HAR_OK) {
-        har_node_fail(node, st, -1, step);
-        return st;
+    if (came_packed) {  /* the calls agree: recv_bytes came, never read past */
+        size_t came = (size_t)m->in.h.packed_bytes < recv_bytes ? (size_t)m->in.h.packed_bytes : recv_bytes;
+        if ((st = har_mem_copy(recv, kind, m->in.block, HAR_MEM_HOST, came)) == HAR_OK && acc)
+            st = reduce_into(b, acc, recv, recv_bytes / b->call->red.elem_size);
+        if (st != HAR_OK) {
+            har_node_fail(node, st, -1, step);
+            abandon(4, req);
+            return st;
+        }
     }
-    if (packed && came_packed) return HAR_OK;
-    return segments(node, b, packed ? NULL : send, send_bytes, came_packed ? NULL : recv, recv_bytes, NULL, to, from,
-                    step);
+    return wait_exchange(node, 4, req, MPI_SUCCESS, from, step);
 }
 
 /* HAR_CHECK: does the block that came match the checksum its sender sent? */
@@ -304,16 +317,16 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
         har_shard(n, elem, p, (me - s - 1 + 2 * p) % p, &roff, &rlen);
         int headers = first && s == 0;
         har_status_t st;
+        char *acc = data + roff * elem;
         if (!headers && !check) {  /* the common step: each segment reduced as it comes */
             HAR_TEST_POINT("ring");
-            st = segments(node, b, data + soff * elem, slen * elem, tmp, rlen * elem, data + roff * elem, right,
-                          left, "ring");
-        } else {
+            st = segments(node, b, data + soff * elem, slen * elem, tmp, rlen * elem, acc, right, left, NULL, "ring");
+        } else {  /* under HAR_CHECK the block is verified whole before it is reduced */
             if (check) m->sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
-            st = exchange(node, b, data + soff * elem, slen * elem, tmp, rlen * elem, right, left, headers, check,
-                          "ring");
+            st = exchange(node, b, data + soff * elem, slen * elem, tmp, rlen * elem, check ? NULL : acc, right, left,
+                          headers, check, "ring");
             if (st == HAR_OK && check) st = verify_block(node, tmp, rlen * elem, roff * elem, &m->came, "ring");
-            if (st == HAR_OK) st = reduce_into(b, data + roff * elem, tmp, rlen);
+            if (st == HAR_OK && check) st = reduce_into(b, acc, tmp, rlen);
         }
         if (st != HAR_OK) return st;
     }
@@ -325,11 +338,11 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
         if (!check) {
             HAR_TEST_POINT("ring");
             st = segments(node, b, data + soff * elem, slen * elem, data + roff * elem, rlen * elem, NULL, right,
-                          left, "ring");
+                          left, NULL, "ring");
         } else {
             m->sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
-            st = exchange(node, b, data + soff * elem, slen * elem, data + roff * elem, rlen * elem, right, left, 0,
-                          check, "ring");
+            st = exchange(node, b, data + soff * elem, slen * elem, data + roff * elem, rlen * elem, NULL, right,
+                          left, 0, check, "ring");
             if (st == HAR_OK) st = verify_block(node, data + roff * elem, rlen * elem, roff * elem, &m->came, "ring");
         }
         if (st != HAR_OK) return st;
@@ -346,7 +359,8 @@ static har_status_t swap(har_node_t *node, const har_inter_block_t *b, int peer,
     struct har_ring_msgs *m = node->ring_msgs;
     int check = node->set->check != 0;
     if (check) m->sent.sum = har_check_sum(b->data, send_bytes, 0);
-    har_status_t st = exchange(node, b, b->data, send_bytes, into, expect, peer, peer, b->first, check, "doubling");
+    har_status_t st =
+        exchange(node, b, b->data, send_bytes, into, expect, NULL, peer, peer, b->first, check, "doubling");
     if (st == HAR_OK && check) st = verify_block(node, into, expect, 0, &m->came, "doubling");
     return st;
 }

@@ -51,18 +51,24 @@ static int on_device(const void *p)
     return a.type == cudaMemoryTypeDevice;
 }
 
+/* A staged request that could not be remembered would never get its
+ * bytes: the shim stops the test rather than let it pass on wrong data. */
 static void remember(MPI_Request req, void *host, void *dev, size_t bytes)
 {
+    int i;
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < MAX_STAGED; i++)
-        if (!staged[i].host) {
-            staged[i].req = req;
-            staged[i].host = host;
-            staged[i].dev = dev;
-            staged[i].bytes = bytes;
-            break;
-        }
+    for (i = 0; i < MAX_STAGED && staged[i].host; i++) continue;
+    if (i < MAX_STAGED) {
+        staged[i].req = req;
+        staged[i].host = host;
+        staged[i].dev = dev;
+        staged[i].bytes = bytes;
+    }
     pthread_mutex_unlock(&lock);
+    if (i == MAX_STAGED) {
+        fprintf(stderr, "cuda_aware shim: more than %d staged requests in flight\n", MAX_STAGED);
+        abort();
+    }
 }
 
 static size_t bytes_of(int count, MPI_Datatype type)
@@ -125,13 +131,17 @@ int PMPI_Testall(int n, MPI_Request *reqs, int *flag, MPI_Status *statuses)
 {
     static int (*real)(int, MPI_Request *, int *, MPI_Status *);
     if (!real) *(void **)&real = dlsym(RTLD_NEXT, "PMPI_Testall");
-    MPI_Request before[16];
-    MPI_Status mine[16];
-    if (n > 16) return real(n, reqs, flag, statuses);
+    MPI_Request stack_reqs[64], *before = n <= 64 ? stack_reqs : malloc((size_t)n * sizeof *before);
+    MPI_Status stack_st[64], *mine = n <= 64 ? stack_st : malloc((size_t)n * sizeof *mine);
+    if (!before || !mine) abort();
     memcpy(before, reqs, (size_t)n * sizeof *reqs);
     int rc = real(n, reqs, flag, mine);
     if (rc == MPI_SUCCESS && *flag) finish(before, reqs, mine, n);
     if (statuses != MPI_STATUSES_IGNORE) memcpy(statuses, mine, (size_t)n * sizeof *mine);
+    if (n > 64) {
+        free(before);
+        free(mine);
+    }
     return rc;
 }
 
