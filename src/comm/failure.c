@@ -215,7 +215,10 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
             st = HAR_ERR_TIMEOUT;
             break;
         }
-        if ((st = har_node_check(node, started, step)) != HAR_OK) break;
+        /* A wait for a rank across nodes times out in the branch above,
+         * which names that rank; the node's check reads the clock again
+         * and must not win that race with a time-out that names nobody. */
+        if ((st = har_node_check(node, partner >= 0 ? har_seg_now() : started, step)) != HAR_OK) break;
     }
     if (across && i >= 1024) atomic_store_explicit(across, 0, memory_order_relaxed);
     return st;
