@@ -45,19 +45,22 @@ static int count_adds(struct dl_phdr_info *info, size_t size, void *adds)
     return 1;  /* the counter is the same in every entry: stop at the first */
 }
 
-/* Binds the driver entry points if the application has loaded libcuda. */
+/* Binds the driver entry points if the application has loaded libcuda.
+ * The loader's count is recorded only once an attempt has finished, under
+ * the lock: a thread that arrives while another binds waits for it instead
+ * of taking the count as "looked already, no CUDA" (it would then hand a
+ * device pointer to the MPI as host memory). */
 static int cuda_bind(void)
 {
-    static unsigned long long seen_adds = ~0ull;
+    static unsigned long long tried_adds = ~0ull;  /* the count at the last finished attempt */
     if (__atomic_load_n(&cu.loaded, __ATOMIC_ACQUIRE)) return 1;
     unsigned long long adds = 0;
     dl_iterate_phdr(count_adds, &adds);
-    if (adds == __atomic_load_n(&seen_adds, __ATOMIC_RELAXED)) return 0;
-    __atomic_store_n(&seen_adds, adds, __ATOMIC_RELAXED);
-    void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (!lib) return 0;
+    /* an attempt that finished since the first look may have bound it */
+    if (adds == __atomic_load_n(&tried_adds, __ATOMIC_ACQUIRE)) return __atomic_load_n(&cu.loaded, __ATOMIC_ACQUIRE);
     pthread_mutex_lock(&cu_lock);
-    if (!cu.loaded) {
+    void *lib = cu.loaded || adds == tried_adds ? NULL : dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (lib) {
         *(void **)&cu.pointer_get_attribute = dlsym(lib, "cuPointerGetAttribute");
         *(void **)&cu.pointer_get_attributes = dlsym(lib, "cuPointerGetAttributes");
         *(void **)&cu.ctx_get_current = dlsym(lib, "cuCtxGetCurrent");
@@ -82,9 +85,10 @@ static int cuda_bind(void)
                  cu.dev.device_can_access_peer && cu.dev.device_get_pci_bus_id && cu.dev.device_get_attribute;
         if (ok) __atomic_store_n(&cu.loaded, 1, __ATOMIC_RELEASE);
         else har_log(HAR_LOG_WARN, "libcuda is loaded but lacks the driver calls har needs");
+        dlclose(lib);  /* drops only our reference: the application's keeps it loaded */
     }
+    __atomic_store_n(&tried_adds, adds, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&cu_lock);
-    dlclose(lib);  /* drops only our reference: the application's keeps it loaded */
     return cu.loaded;
 }
 
