@@ -78,15 +78,18 @@ static int reserve(har_stage_t *s, void **slot)
 #define BY_BINDING(int_call, large_call) ((void)binding, (int_call))
 #endif
 #define I(n) ((int)(n))
+/* The MPI gets the host copies of a staged call's buffers. */
+#define STAGED_BUFFERS()                                                                                      \
+    if (how == HAR_STAGE_STAGED) {                                                                           \
+        sbuf = S(HAR_SEND, sbuf);                                                                            \
+        rbuf = S(HAR_RECV, rbuf);                                                                            \
+    }
 
 int har_iallreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                    MPI_Request *req, har_binding_t binding)
 {
     PLAN(HAR_COLL_IALLREDUCE, NEED_REDUCE, 1, sbuf, rbuf, har_plan_allreduce(&s, &a, sbuf, rbuf, count, type));
-    if (how == HAR_STAGE_STAGED) {
-        sbuf = S(HAR_SEND, sbuf);
-        rbuf = S(HAR_RECV, rbuf);
-    }
+    STAGED_BUFFERS();
     int rc = BY_BINDING(PMPI_Iallreduce(sbuf, rbuf, I(count), type, op, comm, req),
                         PMPI_Iallreduce_c(sbuf, rbuf, count, type, op, comm, req));
     return how == HAR_STAGE_STAGED ? har_request_post(slot, &s, rc, req, 0) : rc;
@@ -113,11 +116,8 @@ int har_allreduce_init(const void *sbuf, void *rbuf, har_count_t count, MPI_Data
     }
     if (how == HAR_STAGE_STAGED && !reserve(&s, &slot)) how = HAR_STAGE_FAILED;
     if (how == HAR_STAGE_FAILED) return har_stage_error(&s);
-    if (how == HAR_STAGE_STAGED) {
-        har_count_coll(HAR_COLL_ALLREDUCE_INIT, 1);
-        sbuf = S(HAR_SEND, sbuf);
-        rbuf = S(HAR_RECV, rbuf);
-    }
+    if (how == HAR_STAGE_STAGED) har_count_coll(HAR_COLL_ALLREDUCE_INIT, 1);
+    STAGED_BUFFERS();
     int rc = BY_BINDING(ALLREDUCE_INIT(sbuf, rbuf, I(count), type, op, comm, info, req),
                         PMPI_Allreduce_init_c(sbuf, rbuf, count, type, op, comm, info, req));
     return how == HAR_STAGE_STAGED ? har_request_post(slot, &s, rc, req, 1) : rc;
@@ -129,11 +129,6 @@ int har_allreduce_init(const void *sbuf, void *rbuf, har_count_t count, MPI_Data
 
 /* From here on each function ends the same way: the MPI's call on the
  * staged buffers (or the user's), and a staged call's copies back. */
-#define STAGED_BUFFERS()                                                                                      \
-    if (how == HAR_STAGE_STAGED) {                                                                           \
-        sbuf = S(HAR_SEND, sbuf);                                                                            \
-        rbuf = S(HAR_RECV, rbuf);                                                                            \
-    }
 #define FINISH(rc) return how == HAR_STAGE_STAGED ? DONE(rc) : (rc)
 
 int har_bcast(void *buf, har_count_t count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *req,
