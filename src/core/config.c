@@ -103,9 +103,15 @@ static int parse_value(const har_var_desc_t *d, const char *text, har_value_t *v
         }
         break;
     case HAR_T_SIZE:
+        if (strcmp(d->def, "auto") == 0 && strcmp(text, "auto") == 0) {  /* har picks it (-1) */
+            v->i = -1;
+            v->d = -1;
+            return 1;
+        }
         num = har_parse_size(text);
         if (num < 0) {
-            snprintf(why, why_len, "not a size in bytes (a number, optionally with K, M or G)");
+            snprintf(why, why_len, "not a size in bytes (a number, optionally with K, M or G)%s",
+                     strcmp(d->def, "auto") == 0 ? ", or auto" : "");
             return 0;
         }
         break;

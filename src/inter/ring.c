@@ -211,12 +211,22 @@ static har_status_t segments(har_node_t *node, const har_inter_block_t *b, const
     return HAR_OK;
 }
 
+/* The largest block a header's message carries: PACKED_MAX, or a segment
+ * where those are smaller (the header's message should go without a
+ * rendezvous too; MPICH over UCX took 46 against 15 us for 32 KiB with the
+ * header against 16 KiB). Rank 0's setting, so both partners pack alike. */
+static size_t packed_most(const har_node_t *node)
+{
+    size_t seg = (size_t)node->set->ring_segment;
+    return seg > 0 && seg < PACKED_MAX ? seg : PACKED_MAX;
+}
+
 /* One step of `step` (the transport's name): receive `recv_bytes` from
  * `from`, send `send_bytes` to `to` (their places across nodes), reducing
  * what comes into `acc` (NULL: only received), with HAR_CHECK's checksums
  * when `check` (then the caller verifies and reduces). On a call's first
  * step (`headers`) the header goes too, with the block in its message when
- * that is at most PACKED_MAX (a block of the size that comes is packed by
+ * that is at most packed_most() (a block of the size that comes is packed by
  * its sender alike), and the header that comes is checked against this
  * rank's call before this rank waits for anything else: a partner whose
  * call differs may never take what this rank sends (its count made it
@@ -240,8 +250,8 @@ static har_status_t exchange(har_node_t *node, const har_inter_block_t *b, char 
     /* Slots: 0, 1 the header's message; 2, 3 the checksums. Receives are
      * even. */
     MPI_Request req[4] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    int rc = MPI_SUCCESS, packed = headers && send_bytes <= sizeof m->out.block;
-    int came_packed = headers && recv_bytes <= sizeof m->in.block;
+    size_t most = packed_most(node);
+    int rc = MPI_SUCCESS, packed = headers && send_bytes <= most, came_packed = headers && recv_bytes <= most;
     if (headers) {
         m->out.h.packed_bytes = packed ? (int32_t)send_bytes : -1;
         har_status_t st = packed ? har_mem_copy(m->out.block, HAR_MEM_HOST, send, kind, send_bytes) : HAR_OK;

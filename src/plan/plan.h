@@ -16,7 +16,7 @@
 typedef struct {
     long long node_size, min_bytes, max_bytes, slot_bytes, one_shot_max;
     long long device_slot_bytes, device_one_shot_max, nccl_min_bytes, doubling_max, device_host_max;
-    long long ring_segment;     /* HAR_RING_SEGMENT: every node must cut the ring's blocks alike */
+    long long ring_segment;     /* HAR_RING_SEGMENT (auto resolved): every node must cut the ring's blocks alike */
     double timeout;
     int inter_path, check;      /* inter_path: HAR_INTER's transport between nodes (HAR_PATH_RING, _DOUBLING or
                                  * _INTER_MPI), or HAR_INTER_AUTO: by the call's size (har_plan_inter) */
@@ -26,6 +26,18 @@ typedef struct {
 } har_settings_t;
 
 #define HAR_INTER_AUTO (-1)
+
+/* HAR_RING_SEGMENT=auto: the largest message the MPI sends between hosts
+ * without a rendezvous round trip, as measured over TCP (2 hosts of
+ * namespaces over veth): Open MPI's TCP eager limit is 64 KiB, so 60 KiB
+ * and a header fit; MPICH over UCX took 1.1-1.4 x its own all-reduce's
+ * time from 64 to 256 KiB with 60 KiB messages and 0.64-0.83 x with 16 KiB
+ * ones. libhar is built against one MPI, so its header says which. */
+#ifdef MPICH_VERSION
+#define HAR_RING_SEGMENT_AUTO (16 << 10)
+#else
+#define HAR_RING_SEGMENT_AUTO (60 << 10)
+#endif
 
 /* Everything but the table, from a configuration's values. */
 HAR_HIDDEN void har_settings_from(const har_config_t *cfg, har_settings_t *s);

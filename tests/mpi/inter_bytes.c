@@ -4,7 +4,9 @@
  * most one shard per step (log2 of the largest power of two up to N, one
  * more where N is none) plus 128 bytes per message. Each call must take
  * the transport the README's rule gives: HAR_INTER's, else doubling up to
- * 32 KiB. Run with HAR_NODE_SIZE and the shim in LD_PRELOAD. */
+ * 32 KiB. With HAR_RING_SEGMENT unset, no message is larger than its
+ * default (16 KiB under MPICH, 60 KiB under Open MPI) and a header. Run
+ * with HAR_NODE_SIZE and the shim in LD_PRELOAD. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +20,17 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     unsigned long long (*bytes_sent)(void) = (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "p2pcount_bytes");
+    unsigned long long (*take_largest)(void) =
+        (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "p2pcount_take_largest");
+#ifdef MPICH_VERSION
+    const double segment = 16 << 10;
+#else
+    const double segment = 60 << 10;
+#endif
+    const double most = getenv("HAR_RING_SEGMENT") ? -1 : segment + 256;  /* a header is under 256 bytes */
     const char *ns = getenv("HAR_NODE_SIZE");
     int L = ns ? atoi(ns) : 0;
-    if (!bytes_sent || L <= 0 || size % L) {
+    if (!bytes_sent || !take_largest || L <= 0 || size % L) {
         if (rank == 0) fprintf(stderr, "inter_bytes: needs the p2pcount shim and HAR_NODE_SIZE dividing %d\n", size);
         MPI_Finalize();
         return 2;
@@ -36,8 +46,9 @@ int main(int argc, char **argv)
         MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);  /* warm: set-up traffic */
         unsigned long long before = bytes_sent(), paths_before[64], paths[64];
         har_counters(paths_before, 64);
+        take_largest();
         MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        unsigned long long sent = bytes_sent() - before;
+        unsigned long long sent = bytes_sent() - before, largest = take_largest();
         har_counters(paths, 64);
         /* Largest shard: the vector's 64-byte units split over L ranks. */
         double units = (double)((size_t)n * sizeof(float) + 63) / 64;
@@ -47,9 +58,9 @@ int main(int argc, char **argv)
                                 : 2.0 * (nodes - 1) / nodes * shard + 128.0 * nodes;
         const char *want = doubling ? "doubling" : "ring";
         int at = har_counter_index(want), took = paths[at] > paths_before[at];
-        printf("inter_bytes: rank %d count %d: sent %llu bytes, bound %.0f, %s %s\n", rank, n, sent, bound, want,
-               took ? "yes" : "NO");
-        fail |= sent > bound || !took;
+        printf("inter_bytes: rank %d count %d: sent %llu bytes, bound %.0f, largest message %llu, at most %.0f, %s %s\n",
+               rank, n, sent, bound, largest, most, want, took ? "yes" : "NO");
+        fail |= sent > bound || !took || (most > 0 && largest > most);
         free(v);
     }
     MPI_Finalize();

@@ -5,15 +5,22 @@
 #include <dlfcn.h>
 #include <mpi.h>
 
-static unsigned long long sent;
+static unsigned long long sent, largest;
 
 unsigned long long p2pcount_bytes(void) { return __atomic_load_n(&sent, __ATOMIC_RELAXED); }
+
+/* The largest message sent since the last call. */
+unsigned long long p2pcount_take_largest(void) { return __atomic_exchange_n(&largest, 0, __ATOMIC_RELAXED); }
 
 static void add(int count, MPI_Datatype type)
 {
     int size = 0;
     PMPI_Type_size(type, &size);
-    __atomic_fetch_add(&sent, (unsigned long long)count * (unsigned long long)size, __ATOMIC_RELAXED);
+    unsigned long long bytes = (unsigned long long)count * (unsigned long long)size;
+    __atomic_fetch_add(&sent, bytes, __ATOMIC_RELAXED);
+    unsigned long long was = __atomic_load_n(&largest, __ATOMIC_RELAXED);
+    while (bytes > was && !__atomic_compare_exchange_n(&largest, &was, bytes, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        continue;
 }
 
 int PMPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request *req)

@@ -16,7 +16,7 @@ tap_result $? "har-info shows a variable's value and its source" "$tmp/out"
 # Bad values are refused, each with one warning naming it, and the default
 # serves; har-info shows the default.
 for bad in "NODE_SIZE=-3" "NODE_SIZE=99999999999999999999" "REDUCE_THREADS=-5" "VERBOSE=-9" "INTER=bogus" \
-    "MAX_COMMS=-1" "SLOT_BYTES=12Q" "TIMEOUT=soon" "ALGO=ipc+fast" "REQUIRE_PATH=nowhere" "MPI_CUDA_P2P=yes"; do
+    "MAX_COMMS=-1" "SLOT_BYTES=12Q" "SLOT_BYTES=auto" "TIMEOUT=soon" "ALGO=ipc+fast" "REQUIRE_PATH=nowhere" "MPI_CUDA_P2P=yes"; do
     name=HAR_${bad%%=*} value=${bad#*=}
     env "$name=$value" $mpi 1 "$info" > "$tmp/out" 2>&1
     [ "$(grep -c "warning: $name=.* refused" "$tmp/out")" = 1 ] && grep -q "^  $name *= .*(default)" "$tmp/out"
