@@ -99,23 +99,11 @@ static har_status_t verify_slot(const chunk_t *c, int writer, const char *slot)
 
 /* ---- the steps ------------------------------------------------------------- */
 
-/* One rank on every node, host buffers: nobody else reads this rank's
- * slot, so the step between nodes runs on the output buffer itself, with
- * no copy into the slot and back (over veth between 2 hosts those copies
- * took a third of a 4 MiB call: the memory they use is the one the link's
- * own copies use). Every node is alike (uniform), and the chunks are the
- * plan's, so nodes whose buffers are elsewhere still cut the same blocks. */
-static int direct(const har_node_t *node, const har_call_t *call)
-{
-    return node->local_size == 1 && node->uniform && call->in_kind == HAR_MEM_HOST && call->out_kind == HAR_MEM_HOST;
-}
-
 /* At the arrival: this rank's input of the call's first chunk into its
  * slot (and its HAR_CHECK checksums), so that a host call makes one
- * synchronisation; nothing where the steps do not read the slot. */
+ * synchronisation. */
 static har_status_t host_preload(har_node_t *node, const har_call_t *call, size_t chunk_bytes)
 {
-    if (direct(node, call)) return HAR_OK;
     size_t elem = call->red.elem_size, n = har_chunk_elems(chunk_bytes, elem);
     if (call->count < n) n = call->count;
     return load_input(node, har_seg_slot(&node->seg, node->local_rank, node->host_seq & 1), call->in, call->in_kind,
@@ -155,18 +143,6 @@ static har_status_t one_shot(const chunk_t *c)
     return acc == c->out ? HAR_OK : copy_out(c, c->out, acc, bytes);
 }
 
-/* direct(): the chunk's input into the output, then the step between
- * nodes on it. */
-static har_status_t across_only(const chunk_t *c)
-{
-    har_node_t *node = c->node;
-    size_t bytes = c->n * c->call->red.elem_size;
-    if (c->out != c->in) memcpy(c->out, c->in, bytes);
-    har_inter_block_t across = {.path = c->inter, .data = c->out, .n = c->n, .kind = HAR_MEM_HOST, .call = c->call,
-                                .first = c->first, .tmp = node->scratch, .tmp_bytes = (size_t)node->set->slot_bytes};
-    return node->rail_comm != MPI_COMM_NULL ? har_inter_allreduce(node, &across) : HAR_OK;
-}
-
 static har_status_t two_shot(const chunk_t *c)
 {
     har_node_t *node = c->node;
@@ -174,7 +150,6 @@ static har_status_t two_shot(const chunk_t *c)
     const har_call_t *call = c->call;
     size_t elem = call->red.elem_size, off, len;
     int me = node->local_rank, L = node->local_size, check = node->set->check;
-    if (direct(node, call)) return across_only(c);
     char *mine = har_seg_slot(seg, me, c->parity);
     har_status_t st = input(c, mine);
     if (st != HAR_OK) return st;
