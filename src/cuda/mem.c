@@ -88,8 +88,9 @@ static int cuda_bind(void)
         dlclose(lib);  /* drops only our reference: the application's keeps it loaded */
     }
     __atomic_store_n(&tried_adds, adds, __ATOMIC_RELEASE);
+    int loaded = cu.loaded;
     pthread_mutex_unlock(&cu_lock);
-    return cu.loaded;
+    return loaded;
 }
 
 har_mem_kind_t har_mem_kind(const void *p, int *device)
