@@ -127,6 +127,13 @@ int har_allreduce_init(const void *sbuf, void *rbuf, har_count_t count, MPI_Data
 /* The blocks of a v form, in the binding's widths. */
 #define BLOCKS(counts, displs) (&(har_blocks_t){(counts), (displs), binding})
 
+/* The MPI's own collective, blocking or not as the call came (req), in the
+ * binding it came through: the int form gets counts the wrapper widened
+ * from ints, so they convert back unchanged. */
+#define BY_FORM(blocking, nonblocking, ...)                                                                   \
+    (req ? BY_BINDING(PMPI_##nonblocking(__VA_ARGS__, req), PMPI_##nonblocking##_c(__VA_ARGS__, req))        \
+         : BY_BINDING(PMPI_##blocking(__VA_ARGS__), PMPI_##blocking##_c(__VA_ARGS__)))
+
 /* From here on each function ends the same way: the MPI's call on the
  * staged buffers (or the user's), and a staged call's copies back. */
 #define FINISH(rc) return how == HAR_STAGE_STAGED ? DONE(rc) : (rc)
@@ -136,9 +143,7 @@ int har_bcast(void *buf, har_count_t count, MPI_Datatype type, int root, MPI_Com
 {
     PLAN(FORM(BCAST), NEED_P2P, req != NULL, buf, NULL, har_plan_bcast(&s, &a, buf, count, type, root));
     if (how == HAR_STAGE_STAGED) buf = S(HAR_SEND, buf);
-    int rc = req ? BY_BINDING(PMPI_Ibcast(buf, I(count), type, root, comm, req),
-                              PMPI_Ibcast_c(buf, count, type, root, comm, req))
-                 : BY_BINDING(PMPI_Bcast(buf, I(count), type, root, comm), PMPI_Bcast_c(buf, count, type, root, comm));
+    int rc = BY_FORM(Bcast, Ibcast, buf, count, type, root, comm);
     FINISH(rc);
 }
 
@@ -148,10 +153,7 @@ int har_reduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype typ
     PLAN(FORM(REDUCE), NEED_REDUCE, req != NULL, sbuf, rbuf,
          har_plan_reduce(&s, &a, sbuf, rbuf, count, type, root));
     STAGED_BUFFERS();
-    int rc = req ? BY_BINDING(PMPI_Ireduce(sbuf, rbuf, I(count), type, op, root, comm, req),
-                              PMPI_Ireduce_c(sbuf, rbuf, count, type, op, root, comm, req))
-                 : BY_BINDING(PMPI_Reduce(sbuf, rbuf, I(count), type, op, root, comm),
-                              PMPI_Reduce_c(sbuf, rbuf, count, type, op, root, comm));
+    int rc = BY_FORM(Reduce, Ireduce, sbuf, rbuf, count, type, op, root, comm);
     FINISH(rc);
 }
 
@@ -161,10 +163,7 @@ int har_allgather(const void *sbuf, har_count_t scount, MPI_Datatype stype, void
     PLAN(FORM(ALLGATHER), NEED_P2P, req != NULL, sbuf, rbuf,
          har_plan_allgather(&s, &a, sbuf, scount, stype, rbuf, rcount, NULL, rtype));
     STAGED_BUFFERS();
-    int rc = req ? BY_BINDING(PMPI_Iallgather(sbuf, I(scount), stype, rbuf, I(rcount), rtype, comm, req),
-                              PMPI_Iallgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req))
-                 : BY_BINDING(PMPI_Allgather(sbuf, I(scount), stype, rbuf, I(rcount), rtype, comm),
-                              PMPI_Allgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm));
+    int rc = BY_FORM(Allgather, Iallgather, sbuf, scount, stype, rbuf, rcount, rtype, comm);
     FINISH(rc);
 }
 
@@ -174,10 +173,7 @@ int har_allgatherv(const void *sbuf, har_count_t scount, MPI_Datatype stype, voi
     PLAN(FORM(ALLGATHERV), NEED_P2P, req != NULL, sbuf, rbuf,
          har_plan_allgather(&s, &a, sbuf, scount, stype, rbuf, 0, BLOCKS(rcounts, displs), rtype));
     STAGED_BUFFERS();
-    int rc = req ? BY_BINDING(PMPI_Iallgatherv(sbuf, I(scount), stype, rbuf, rcounts, displs, rtype, comm, req),
-                              PMPI_Iallgatherv_c(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, req))
-                 : BY_BINDING(PMPI_Allgatherv(sbuf, I(scount), stype, rbuf, rcounts, displs, rtype, comm),
-                              PMPI_Allgatherv_c(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm));
+    int rc = BY_FORM(Allgatherv, Iallgatherv, sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm);
     FINISH(rc);
 }
 
@@ -187,10 +183,7 @@ int har_reduce_scatter_block(const void *sbuf, void *rbuf, har_count_t rcount, M
     PLAN(FORM(REDUCE_SCATTER_BLOCK), NEED_REDUCE, req != NULL, sbuf, rbuf,
          har_plan_reduce_scatter(&s, &a, sbuf, rbuf, rcount, NULL, type));
     STAGED_BUFFERS();
-    int rc = req ? BY_BINDING(PMPI_Ireduce_scatter_block(sbuf, rbuf, I(rcount), type, op, comm, req),
-                              PMPI_Ireduce_scatter_block_c(sbuf, rbuf, rcount, type, op, comm, req))
-                 : BY_BINDING(PMPI_Reduce_scatter_block(sbuf, rbuf, I(rcount), type, op, comm),
-                              PMPI_Reduce_scatter_block_c(sbuf, rbuf, rcount, type, op, comm));
+    int rc = BY_FORM(Reduce_scatter_block, Ireduce_scatter_block, sbuf, rbuf, rcount, type, op, comm);
     FINISH(rc);
 }
 
@@ -200,10 +193,7 @@ int har_reduce_scatter(const void *sbuf, void *rbuf, const void *rcounts, MPI_Da
     PLAN(FORM(REDUCE_SCATTER), NEED_REDUCE, req != NULL, sbuf, rbuf,
          har_plan_reduce_scatter(&s, &a, sbuf, rbuf, 0, BLOCKS(rcounts, NULL), type));
     STAGED_BUFFERS();
-    int rc = req ? BY_BINDING(PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, type, op, comm, req),
-                              PMPI_Ireduce_scatter_c(sbuf, rbuf, rcounts, type, op, comm, req))
-                 : BY_BINDING(PMPI_Reduce_scatter(sbuf, rbuf, rcounts, type, op, comm),
-                              PMPI_Reduce_scatter_c(sbuf, rbuf, rcounts, type, op, comm));
+    int rc = BY_FORM(Reduce_scatter, Ireduce_scatter, sbuf, rbuf, rcounts, type, op, comm);
     FINISH(rc);
 }
 
@@ -213,10 +203,7 @@ int har_gather(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *r
     PLAN(FORM(GATHER), NEED_P2P, req != NULL, sbuf, rbuf,
          har_plan_gather(&s, &a, sbuf, scount, stype, rbuf, rcount, NULL, rtype, root));
     STAGED_BUFFERS();
-    int rc = req ? BY_BINDING(PMPI_Igather(sbuf, I(scount), stype, rbuf, I(rcount), rtype, root, comm, req),
-                              PMPI_Igather_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req))
-                 : BY_BINDING(PMPI_Gather(sbuf, I(scount), stype, rbuf, I(rcount), rtype, root, comm),
-                              PMPI_Gather_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
+    int rc = BY_FORM(Gather, Igather, sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
     FINISH(rc);
 }
 
@@ -227,11 +214,7 @@ int har_gatherv(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *
     PLAN(FORM(GATHERV), NEED_P2P, req != NULL, sbuf, rbuf,
          har_plan_gather(&s, &a, sbuf, scount, stype, rbuf, 0, BLOCKS(rcounts, displs), rtype, root));
     STAGED_BUFFERS();
-    int rc =
-        req ? BY_BINDING(PMPI_Igatherv(sbuf, I(scount), stype, rbuf, rcounts, displs, rtype, root, comm, req),
-                         PMPI_Igatherv_c(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, req))
-            : BY_BINDING(PMPI_Gatherv(sbuf, I(scount), stype, rbuf, rcounts, displs, rtype, root, comm),
-                         PMPI_Gatherv_c(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm));
+    int rc = BY_FORM(Gatherv, Igatherv, sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm);
     FINISH(rc);
 }
 
@@ -241,10 +224,7 @@ int har_scatter(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *
     PLAN(FORM(SCATTER), NEED_P2P, req != NULL, sbuf, rbuf,
          har_plan_scatter(&s, &a, sbuf, scount, NULL, stype, rbuf, rcount, rtype, root));
     STAGED_BUFFERS();
-    int rc = req ? BY_BINDING(PMPI_Iscatter(sbuf, I(scount), stype, rbuf, I(rcount), rtype, root, comm, req),
-                              PMPI_Iscatter_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req))
-                 : BY_BINDING(PMPI_Scatter(sbuf, I(scount), stype, rbuf, I(rcount), rtype, root, comm),
-                              PMPI_Scatter_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
+    int rc = BY_FORM(Scatter, Iscatter, sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
     FINISH(rc);
 }
 
@@ -255,11 +235,7 @@ int har_scatterv(const void *sbuf, const void *scounts, const void *displs, MPI_
     PLAN(FORM(SCATTERV), NEED_P2P, req != NULL, sbuf, rbuf,
          har_plan_scatter(&s, &a, sbuf, 0, BLOCKS(scounts, displs), stype, rbuf, rcount, rtype, root));
     STAGED_BUFFERS();
-    int rc =
-        req ? BY_BINDING(PMPI_Iscatterv(sbuf, scounts, displs, stype, rbuf, I(rcount), rtype, root, comm, req),
-                         PMPI_Iscatterv_c(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, req))
-            : BY_BINDING(PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, I(rcount), rtype, root, comm),
-                         PMPI_Scatterv_c(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm));
+    int rc = BY_FORM(Scatterv, Iscatterv, sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm);
     FINISH(rc);
 }
 
@@ -269,10 +245,7 @@ int har_alltoall(const void *sbuf, har_count_t scount, MPI_Datatype stype, void 
     PLAN(FORM(ALLTOALL), NEED_P2P, req != NULL, sbuf, rbuf,
          har_plan_alltoall(&s, &a, sbuf, scount, NULL, stype, rbuf, rcount, NULL, rtype));
     STAGED_BUFFERS();
-    int rc = req ? BY_BINDING(PMPI_Ialltoall(sbuf, I(scount), stype, rbuf, I(rcount), rtype, comm, req),
-                              PMPI_Ialltoall_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req))
-                 : BY_BINDING(PMPI_Alltoall(sbuf, I(scount), stype, rbuf, I(rcount), rtype, comm),
-                              PMPI_Alltoall_c(sbuf, scount, stype, rbuf, rcount, rtype, comm));
+    int rc = BY_FORM(Alltoall, Ialltoall, sbuf, scount, stype, rbuf, rcount, rtype, comm);
     FINISH(rc);
 }
 
@@ -284,10 +257,6 @@ int har_alltoallv(const void *sbuf, const void *scounts, const void *sdispls, MP
          har_plan_alltoall(&s, &a, sbuf, 0, BLOCKS(scounts, sdispls), stype, rbuf, 0, BLOCKS(rcounts, rdispls),
                            rtype));
     STAGED_BUFFERS();
-    int rc = req ? BY_BINDING(PMPI_Ialltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, req),
-                              PMPI_Ialltoallv_c(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm,
-                                                req))
-                 : BY_BINDING(PMPI_Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm),
-                              PMPI_Alltoallv_c(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm));
+    int rc = BY_FORM(Alltoallv, Ialltoallv, sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm);
     FINISH(rc);
 }
