@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "har.h"
+#include "plan/plan.h"  /* HAR_RING_SEGMENT_AUTO: the default segment */
 
 int main(int argc, char **argv)
 {
@@ -22,12 +23,8 @@ int main(int argc, char **argv)
     unsigned long long (*bytes_sent)(void) = (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "p2pcount_bytes");
     unsigned long long (*take_largest)(void) =
         (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "p2pcount_take_largest");
-#ifdef MPICH_VERSION
-    const double segment = 16 << 10;
-#else
-    const double segment = 60 << 10;
-#endif
-    const double most = getenv("HAR_RING_SEGMENT") ? -1 : segment + 256;  /* a header is under 256 bytes */
+    /* a header is under 256 bytes */
+    const double most = getenv("HAR_RING_SEGMENT") ? -1 : HAR_RING_SEGMENT_AUTO + 256.0;
     const char *ns = getenv("HAR_NODE_SIZE");
     int L = ns ? atoi(ns) : 0;
     if (!bytes_sent || !take_largest || L <= 0 || size % L) {
