@@ -101,7 +101,7 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const h
     har_node_t *node = &c->node;
     har_seg_t *seg = &node->seg;
     const har_engine_t *e = har_engines[host->engine];
-    load = load && e && e->preload;
+    load = load && e && e->preload && !host->streamed;  /* streamed: the input never enters the slot whole */
     if (load) {
         har_status_t st = e->preload(node, call, host->chunk_bytes);
         if (st != HAR_OK) return st;
@@ -182,7 +182,7 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
     }
     har_plan_in_t in = {call->bytes, call->red.elem_size, node->local_size, node->nnodes, node->uniform, 0, 0,
                         call->red.dev_type, call->red.dev_op, har_engine_set(), engines_on_offer(c, 0), forced,
-                        c->host_cls};
+                        c->host_cls, call->in_kind == HAR_MEM_HOST && call->out_kind == HAR_MEM_HOST};
     har_plan_t host = har_plan(&in, &c->set);
     agreed_t agreed = {0, 0};
     if (!c->cuda_node) {

@@ -45,7 +45,8 @@
     X(LEADER, "leader", "nodes of unequal size: local rank 0 carries the node")                  \
     X(RING, "ring", "inter-node ring over MPI point-to-point: the least data")                  \
     X(DOUBLING, "doubling", "inter-node recursive doubling over MPI point-to-point: the fewest steps") \
-    X(INTER_MPI, "inter_mpi", "inter-node step by the MPI's MPI_Allreduce")
+    X(INTER_MPI, "inter_mpi", "inter-node step by the MPI's MPI_Allreduce")                        \
+    X(STREAMED, "streamed", "one rank per node, host buffers: the ring read the input and wrote the result as it went")
 
 typedef enum {
 #define HAR_PATH_ENUM(id, name, doc) HAR_PATH_##id,

@@ -28,6 +28,7 @@ typedef struct {
     unsigned parity;
     int first;                      /* the call's first chunk: the arrival may have loaded it */
     int inter;                      /* the plan's transport between nodes */
+    int streamed;                   /* the plan's: alone on its node, the transport reads in and writes out */
 } chunk_t;
 
 static har_status_t copy_out(const chunk_t *c, char *dst, const char *slot, size_t bytes)
@@ -143,6 +144,14 @@ static har_status_t one_shot(const chunk_t *c)
     return acc == c->out ? HAR_OK : copy_out(c, c->out, acc, bytes);
 }
 
+/* n elements at `data` in a slot, for the plan's transport between nodes. */
+static har_inter_block_t across(const chunk_t *c, char *data, size_t n)
+{
+    return (har_inter_block_t){.path = c->inter, .data = data, .n = n, .kind = HAR_MEM_HOST, .call = c->call,
+                               .first = c->first, .tmp = c->node->scratch,
+                               .tmp_bytes = (size_t)c->node->set->slot_bytes};
+}
+
 static har_status_t two_shot(const chunk_t *c)
 {
     har_node_t *node = c->node;
@@ -151,6 +160,12 @@ static har_status_t two_shot(const chunk_t *c)
     size_t elem = call->red.elem_size, off, len;
     int me = node->local_rank, L = node->local_size, check = node->set->check;
     char *mine = har_seg_slot(seg, me, c->parity);
+    if (c->streamed) {  /* nobody else reads this rank's slot: the ring works in it and in scratch */
+        har_inter_block_t whole = across(c, mine, c->n);
+        whole.in = c->in;
+        whole.out = c->out;
+        return har_inter_allreduce(node, &whole);
+    }
     har_status_t st = input(c, mine);
     if (st != HAR_OK) return st;
 
@@ -167,9 +182,8 @@ static har_status_t two_shot(const chunk_t *c)
     for (int r = 0; r < L; r++)
         if (r != me) src[nsrc++] = har_seg_slot(seg, r, c->parity) + off * elem;
     har_reduce_many(call->red.fn, elem, shard, src, nsrc, len, node->cores);
-    har_inter_block_t across = {.path = c->inter, .data = shard, .n = len, .kind = HAR_MEM_HOST, .call = call, .first = c->first,
-                                .tmp = node->scratch, .tmp_bytes = (size_t)node->set->slot_bytes};
-    if (node->rail_comm != MPI_COMM_NULL && len > 0 && (st = har_inter_allreduce(node, &across)) != HAR_OK) return st;
+    har_inter_block_t rail = across(c, shard, len);
+    if (node->rail_comm != MPI_COMM_NULL && len > 0 && (st = har_inter_allreduce(node, &rail)) != HAR_OK) return st;
     if (check) har_seg_sums(seg, me, c->parity)[L] = har_check_sum(shard, len * elem, off * elem);
     HAR_TEST_POINT("shard");
     har_seg_signal(seg);
@@ -187,9 +201,7 @@ static har_status_t two_shot(const chunk_t *c)
                     return st;
                 memcpy(mine + off * elem, theirs, len * elem);
             }
-            har_inter_block_t whole = {.path = c->inter, .data = mine, .n = c->n, .kind = HAR_MEM_HOST, .call = call,
-                                       .first = c->first, .tmp = node->scratch,
-                                       .tmp_bytes = (size_t)node->set->slot_bytes};
+            har_inter_block_t whole = across(c, mine, c->n);
             if ((st = har_inter_allreduce(node, &whole)) != HAR_OK) return st;
             if (check) har_seg_sums(seg, 0, c->parity)[L] = har_check_sum(mine, c->n * elem, 0);
         }
@@ -222,7 +234,7 @@ static har_status_t host_run(void *engine, har_node_t *node, const har_call_t *c
     for (size_t done = 0; done < call->count && st == HAR_OK; done += chunk) {
         chunk_t c = {node, call, call->in + done * elem, call->out + done * elem,
                      call->count - done < chunk ? call->count - done : chunk, node->host_seq++ & 1, done == 0,
-                     plan->inter};
+                     plan->inter, plan->streamed};
         st = plan->one_shot ? one_shot(&c) : two_shot(&c);
     }
     return st;
@@ -240,7 +252,7 @@ static void host_destroy(void *engine) { (void)engine; }
 const har_engine_t har_engine_host_segment = {
     .can = {.path = HAR_PATH_HOST_SEGMENT, .takes = HAR_TAKES_HOST | HAR_TAKES_DEVICE,
             .shots = HAR_BIT(ONE_SHOT) | HAR_BIT(TWO_SHOT), .across = HAR_BIT(RAILS) | HAR_BIT(LEADER),
-            .shared_gpu = 1, .checked = 1, .rank = 3, .first_from = HAR_NO_SETTING,
+            .shared_gpu = 1, .checked = 1, .streams = 1, .rank = 3, .first_from = HAR_NO_SETTING,
             .first_across_max = offsetof(har_settings_t, device_host_max),
             .one_shot_max = offsetof(har_settings_t, one_shot_max)},
     .setup = host_setup, .run = host_run, .destroy = host_destroy, .preload = host_preload};

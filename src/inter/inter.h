@@ -19,10 +19,20 @@
 
 #include "engine.h"
 
-/* One block, in place. */
+/* One block, in place in `data`; or, for the ring only, streamed (the
+ * plan's har_plan_t.streamed): read from `in` and written to `out`, the
+ * application's host buffers (they may be the same), with `data` and `tmp`
+ * the ring's own memory. The ring then copies in only the piece it sends
+ * first, and reduces or copies out each piece that comes while it is in
+ * the cache, instead of the engine copying the whole vector into its slot
+ * and out again. The MPI still never reads or writes the application's
+ * memory: a receive that a failed call cannot cancel lands in har's
+ * (DESIGN-NOTES 44). */
 typedef struct {
     int path;                   /* the transport that carries it: the plan's (har_plan_t.inter) */
     char *data;                 /* n elements of the call's type */
+    const char *in;             /* streamed: n elements of this rank's input; NULL: data holds it */
+    char *out;                  /* streamed: where the n elements of the result go */
     size_t n;
     har_mem_kind_t kind;        /* where data lives */
     const har_call_t *call;

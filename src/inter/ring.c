@@ -151,6 +151,27 @@ static har_status_t reduce_into(const har_inter_block_t *b, char *acc, const cha
     return HAR_OK;
 }
 
+/* What becomes of each piece of a block that comes; NULL: it stays where
+ * it was received. */
+typedef struct {
+    char *acc;          /* reduced into this: acc op= what came */
+    const char *fold;   /* else this is reduced into what came (this rank's input, streamed) */
+    char *copy;         /* then what came is copied here (the result, streamed; host memory) */
+} land_t;
+
+/* `bytes` that came at `came`, byte `at` of their block, dealt with as
+ * `land` says. */
+static har_status_t landed(const har_inter_block_t *b, const land_t *land, char *came, size_t at, size_t bytes)
+{
+    if (!land) return HAR_OK;
+    size_t n = bytes / b->call->red.elem_size;
+    har_status_t st = HAR_OK;
+    if (land->acc) st = reduce_into(b, land->acc + at, came, n);
+    else if (land->fold) st = reduce_into(b, came, land->fold + at, n);
+    if (st == HAR_OK && land->copy) memcpy(land->copy + at, came, bytes);
+    return st;
+}
+
 /* Bytes of segment i of a block of `bytes` cut into segments of `seg`. */
 static size_t segment_bytes(size_t bytes, size_t seg, size_t i)
 {
@@ -160,15 +181,15 @@ static size_t segment_bytes(size_t bytes, size_t seg, size_t i)
 /* Moves a block each way between this rank and its partners (send NULL or
  * recv NULL: nothing that way) in segments of HAR_RING_SEGMENT bytes, whole
  * elements, at most WINDOW in flight each way; each segment that comes is
- * reduced into `acc` at once (NULL: only received). Both partners cut
+ * dealt with at once as `land` says. Both partners cut
  * alike: the segment is rank 0's setting, and the blocks' sizes follow
  * from the call, which the headers check. On a call's first step
  * (`header`: the receive of the partner's header) the header is waited for
  * and checked once the first segments are posted, before any is waited
  * for: a partner whose call differs may never take them. */
 static har_status_t segments(har_node_t *node, const har_inter_block_t *b, const char *send, size_t send_bytes,
-                             char *recv, size_t recv_bytes, char *acc, int to, int from, MPI_Request *header,
-                             const char *step)
+                             char *recv, size_t recv_bytes, const land_t *land, int to, int from,
+                             MPI_Request *header, const char *step)
 {
     MPI_Comm ring = node->notice_comm;
     struct har_ring_msgs *m = node->ring_msgs;
@@ -198,8 +219,7 @@ static har_status_t segments(har_node_t *node, const har_inter_block_t *b, const
         }
         for (size_t k = 0, i = w; k < WINDOW && i < nr && st == HAR_OK; k++, i++) {
             st = har_node_wait_partner(node, 1, &req[2 * k], from, step);
-            if (st == HAR_OK && acc)
-                st = reduce_into(b, acc + i * seg, recv + i * seg, segment_bytes(recv_bytes, seg, i) / elem);
+            if (st == HAR_OK) st = landed(b, land, recv + i * seg, i * seg, segment_bytes(recv_bytes, seg, i));
         }
         if (st == HAR_OK) st = har_node_wait_partner(node, 2 * WINDOW, req, to, step);  /* the sends */
         if (st != HAR_OK) {
@@ -222,8 +242,8 @@ static size_t packed_most(const har_node_t *node)
 }
 
 /* One step of `step` (the transport's name): receive `recv_bytes` from
- * `from`, send `send_bytes` to `to` (their places across nodes), reducing
- * what comes into `acc` (NULL: only received), with HAR_CHECK's checksums
+ * `from`, send `send_bytes` to `to` (their places across nodes), dealing
+ * with what comes as `land` says, with HAR_CHECK's checksums
  * when `check` (then the caller verifies and reduces). On a call's first
  * step (`headers`) the header goes too, with the block in its message when
  * that is at most packed_most() (a block of the size that comes is packed by
@@ -237,8 +257,8 @@ static size_t packed_most(const har_node_t *node)
  * call's count: a block is at most a chunk, and across nodes a chunk is at
  * most HAR_SLOT_BYTES, itself at most 1 GiB (plan.c). */
 static har_status_t exchange(har_node_t *node, const har_inter_block_t *b, char *send, size_t send_bytes,
-                             char *recv, size_t recv_bytes, char *acc, int to, int from, int headers, int check,
-                             const char *step)
+                             char *recv, size_t recv_bytes, const land_t *land, int to, int from, int headers,
+                             int check, const char *step)
 {
     MPI_Comm ring = node->notice_comm;
     struct har_ring_msgs *m = node->ring_msgs;
@@ -270,8 +290,8 @@ static har_status_t exchange(har_node_t *node, const har_inter_block_t *b, char 
     if (rc != MPI_SUCCESS) return wait_exchange(node, 4, req, rc, from, step);  /* says why */
     har_status_t st = HAR_OK;
     if (!packed || !came_packed)  /* the blocks, and the header checked on the way */
-        st = segments(node, b, packed ? NULL : send, send_bytes, came_packed ? NULL : recv, recv_bytes, acc, to, from,
-                      headers ? &req[0] : NULL, step);
+        st = segments(node, b, packed ? NULL : send, send_bytes, came_packed ? NULL : recv, recv_bytes, land, to,
+                      from, headers ? &req[0] : NULL, step);
     else {
         st = har_node_wait_partner(node, 1, &req[0], from, step);
         if (st == HAR_OK) st = check_header(node, &m->out.h, &m->in.h, step);
@@ -282,8 +302,8 @@ static har_status_t exchange(har_node_t *node, const har_inter_block_t *b, char 
     }
     if (came_packed) {  /* the calls agree: recv_bytes came, never read past */
         size_t came = (size_t)m->in.h.packed_bytes < recv_bytes ? (size_t)m->in.h.packed_bytes : recv_bytes;
-        if ((st = har_mem_copy(recv, kind, m->in.block, HAR_MEM_HOST, came)) == HAR_OK && acc)
-            st = reduce_into(b, acc, recv, recv_bytes / b->call->red.elem_size);
+        if ((st = har_mem_copy(recv, kind, m->in.block, HAR_MEM_HOST, came)) == HAR_OK)
+            st = landed(b, land, recv, 0, recv_bytes);
         if (st != HAR_OK) {
             har_node_fail(node, st, -1, step);
             abandon(4, req);
@@ -306,12 +326,19 @@ static har_status_t verify_block(har_node_t *node, const char *data, size_t byte
     return HAR_ERR_CHECK;
 }
 
+/* In place, block k lives at its place in b->data. Streamed (b->in), the
+ * block in flight alternates between b->data and b->tmp, each step
+ * receiving into the one it did not send from: a step sends what the step
+ * before received (and reduced), so only this rank's own block of step 0
+ * is copied in; every other piece of input is reduced into the piece that
+ * came, and every piece of the result is copied out as it is final.
+ * (The plan streams only without HAR_CHECK, which verifies whole blocks.) */
 static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
 {
-    char *data = b->data, *tmp = b->tmp;
+    char *data = b->data, *tmp = b->tmp, *buf[2] = {b->data, b->tmp};
     size_t n = b->n;
     const har_call_t *call = b->call;
-    int first = b->first;
+    int first = b->first, streamed = b->in != NULL;
     int me = node->across_rank, p = node->across_size;
     size_t elem = call->red.elem_size;
     if (p == 1) return HAR_OK;
@@ -320,6 +347,10 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
     if (first) har_arrival_of(&m->out.h.what, call, node->call);
     int right = (me + 1) % p, left = (me + p - 1) % p;
     size_t soff, slen, roff, rlen;
+    if (streamed) {
+        har_shard(n, elem, p, me, &soff, &slen);
+        memcpy(buf[0], b->in + soff * elem, slen * elem);
+    }
     /* Reduce-scatter: after step s, this rank has folded s+2 inputs into
      * block (me - s - 1); at the end it owns block (me + 1) complete. */
     for (int s = 0; s < p - 1; s++) {
@@ -327,33 +358,39 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
         har_shard(n, elem, p, (me - s - 1 + 2 * p) % p, &roff, &rlen);
         int headers = first && s == 0;
         har_status_t st;
-        char *acc = data + roff * elem;
+        char *send = streamed ? buf[s & 1] : data + soff * elem, *recv = streamed ? buf[(s + 1) & 1] : tmp;
+        land_t land = {.acc = streamed ? NULL : data + roff * elem, .fold = streamed ? b->in + roff * elem : NULL};
         if (!headers && !check) {  /* the common step: each segment reduced as it comes */
             HAR_TEST_POINT("ring");
-            st = segments(node, b, data + soff * elem, slen * elem, tmp, rlen * elem, acc, right, left, NULL, "ring");
+            st = segments(node, b, send, slen * elem, recv, rlen * elem, &land, right, left, NULL, "ring");
         } else {  /* under HAR_CHECK the block is verified whole before it is reduced */
-            if (check) m->sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
-            st = exchange(node, b, data + soff * elem, slen * elem, tmp, rlen * elem, check ? NULL : acc, right, left,
-                          headers, check, "ring");
-            if (st == HAR_OK && check) st = verify_block(node, tmp, rlen * elem, roff * elem, &m->came, "ring");
-            if (st == HAR_OK && check) st = reduce_into(b, acc, tmp, rlen);
+            if (check) m->sent.sum = har_check_sum(send, slen * elem, soff * elem);
+            st = exchange(node, b, send, slen * elem, recv, rlen * elem, check ? NULL : &land, right, left, headers,
+                          check, "ring");
+            if (st == HAR_OK && check) st = verify_block(node, recv, rlen * elem, roff * elem, &m->came, "ring");
+            if (st == HAR_OK && check) st = landed(b, &land, recv, 0, rlen * elem);
         }
         if (st != HAR_OK) return st;
+    }
+    if (streamed) {
+        har_shard(n, elem, p, (me + 1) % p, &soff, &slen);
+        memcpy(b->out + soff * elem, buf[(p - 1) & 1], slen * elem);
     }
     /* All-gather: pass the finished blocks around. */
     for (int s = 0; s < p - 1; s++) {
         har_shard(n, elem, p, (me + 1 - s + p) % p, &soff, &slen);
         har_shard(n, elem, p, (me - s + p) % p, &roff, &rlen);
         har_status_t st;
+        char *send = streamed ? buf[(p - 1 + s) & 1] : data + soff * elem;
+        char *recv = streamed ? buf[(p + s) & 1] : data + roff * elem;
+        land_t land = {.copy = streamed ? b->out + roff * elem : NULL};
         if (!check) {
             HAR_TEST_POINT("ring");
-            st = segments(node, b, data + soff * elem, slen * elem, data + roff * elem, rlen * elem, NULL, right,
-                          left, NULL, "ring");
+            st = segments(node, b, send, slen * elem, recv, rlen * elem, &land, right, left, NULL, "ring");
         } else {
-            m->sent.sum = har_check_sum(data + soff * elem, slen * elem, soff * elem);
-            st = exchange(node, b, data + soff * elem, slen * elem, data + roff * elem, rlen * elem, NULL, right,
-                          left, 0, check, "ring");
-            if (st == HAR_OK) st = verify_block(node, data + roff * elem, rlen * elem, roff * elem, &m->came, "ring");
+            m->sent.sum = har_check_sum(send, slen * elem, soff * elem);
+            st = exchange(node, b, send, slen * elem, recv, rlen * elem, NULL, right, left, 0, check, "ring");
+            if (st == HAR_OK) st = verify_block(node, recv, rlen * elem, roff * elem, &m->came, "ring");
         }
         if (st != HAR_OK) return st;
     }

@@ -60,6 +60,9 @@ typedef struct {
     int checked;                /* HAR_CHECK verifies what it moves; under HAR_CHECK only such engines serve */
     int forced_only;            /* serves only calls that HAR_ALGO or har_set_algo send it */
     int device_slot;            /* passes through HAR_DEVICE_SLOT_BYTES (else HAR_SLOT_BYTES) */
+    int streams;                /* alone on its node, it hands a ring across nodes the application's host
+                                 * buffers: nobody else reads its slot, so no copy of the whole vector
+                                 * goes in or out of it (inter.h) */
     /* The thresholds' order: engines by rank, lowest first, except that one
      * whose first_from setting (an offset into har_settings_t) is above 0
      * comes first for calls of at least that many bytes, and one whose
@@ -93,6 +96,8 @@ typedef struct {
     unsigned engines;           /* engines not ruled out on this node: set up, or yet to try */
     unsigned forced;            /* paths the plan must show (HAR_ALGO, har_set_algo); 0: none */
     const char *cls;            /* machine class of the buffers' kind, for the table; NULL: unknown */
+    int host_buffers;           /* this rank's send and receive buffers are host memory (with one local
+                                 * rank, the node's: only then does the plan read it) */
 } har_plan_in_t;
 
 typedef struct {
@@ -100,6 +105,7 @@ typedef struct {
     int one_shot;
     size_t chunk_bytes;         /* one pass through a slot; the same for both segments across nodes */
     int inter;                  /* across nodes, the transport's path (HAR_PATH_RING, _DOUBLING, _INTER_MPI) */
+    int streamed;               /* the engine hands the transport the application's buffers (HAR_PATH_STREAMED) */
     unsigned paths;             /* engine, shot and inter-node paths: what the counters show */
     const har_tune_row_t *row;  /* the table row that decided, if one did */
 } har_plan_t;

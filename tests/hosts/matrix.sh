@@ -43,8 +43,10 @@ hcheck "4 hosts of 1: doubling and ring between single ranks" \
 # gets the result back. Every size, chunked ones too, by HAR_INTER=doubling.
 hcheck "3 hosts of 1, every call by recursive doubling (HAR_INTER=doubling), sampled (seed $seed)" \
     env HAR_INTER=doubling $hosts 3 1 -- "$prog" --counts $counts --sample 10 --seed "$seed" --expect rails,doubling --comms 2
-hcheck "4 hosts of 1, counts above the slot, sampled (seed $seed)" \
-    $hosts 4 1 -- "$prog" --counts 300001 --sample 3 --seed "$seed" --expect rails,ring --comms 4
+hcheck "4 hosts of 1, counts above the slot, the ring streamed, sampled (seed $seed)" \
+    $hosts 4 1 -- "$prog" --counts 300001 --sample 3 --seed "$seed" --expect rails,ring,streamed --comms 4
+hcheck "2 hosts of 1, the ring streamed (HAR_INTER=ring), 4 KiB slots: full matrix" \
+    env HAR_INTER=ring HAR_SLOT_BYTES=4K $hosts 2 1 -- "$prog" --counts 1,7,1000,65537 --expect rails,ring,streamed
 # As in tests/mpi/matrix.sh, HAR_INTER=mpi keeps to the types both MPIs reduce right.
 hcheck "2 hosts of 2, inter-node by the MPI (HAR_INTER=mpi)" \
     env HAR_INTER=mpi $hosts 2 2 -- "$prog" --counts 1,1000,65537 --expect rails,inter_mpi --comms 2 \

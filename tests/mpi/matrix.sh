@@ -31,8 +31,15 @@ for np in 3 5 6 7; do
     check "np $np as nodes of 1, HAR_INTER=doubling: sampled (seed $seed)" \
         env HAR_NODE_SIZE=1 HAR_INTER=doubling $mpi $np "$prog" --counts $counts --sample 12 --seed "$seed" --expect rails,doubling
 done
-check "np 3 as nodes of 1, HAR_INTER=ring: sampled (seed $seed)" \
-    env HAR_NODE_SIZE=1 HAR_INTER=ring $mpi 3 "$prog" --counts $counts --sample 12 --seed "$seed" --expect rails,ring
+# Alone on its node, a rank's ring streams: it reads the input and writes
+# the result itself, piece by piece (HAR_CHECK keeps the copies: it
+# verifies whole blocks in har's memory).
+check "np 3 as nodes of 1, HAR_INTER=ring: streamed, sampled (seed $seed)" \
+    env HAR_NODE_SIZE=1 HAR_INTER=ring $mpi 3 "$prog" --counts $counts --sample 12 --seed "$seed" --expect rails,ring,streamed
+check "np 2 as nodes of 1, HAR_INTER=ring, 4 KiB slots: streamed, full matrix, many chunks" \
+    env HAR_NODE_SIZE=1 HAR_INTER=ring HAR_SLOT_BYTES=4K $mpi 2 "$prog" --counts $counts --expect rails,ring,streamed --comms 2
+check_fails "HAR_CHECK=1: the ring of a rank alone on its node does not stream" "FAIL rank" \
+    env HAR_CHECK=1 HAR_NODE_SIZE=1 HAR_INTER=ring $mpi 2 "$prog" --counts 1000 --types int --no-mpi-cases --expect streamed
 check "np 4 as 2 nodes of 2, HAR_DOUBLING_MAX=0: the ring at every size" \
     env HAR_NODE_SIZE=2 HAR_DOUBLING_MAX=0 $mpi 4 "$prog" --counts 1,1000 --expect rails,ring --comms 2
 check_fails "a wrong --expect fails (the ring for a small call)" "FAIL rank" \

@@ -186,6 +186,12 @@ static void check_plan(const har_plan_in_t *in, const har_settings_t *s)
               in->uniform, in->bytes, s->inter_path);
     else
         CHECK(p.inter == -1, "no step between nodes, but transport %d", p.inter);
+    /* Streamed: the ring alone on its node, on host buffers, by the host segment, unchecked. */
+    int streamed = transport == HAR_PATH_RING && inter && in->local_size == 1 && in->uniform && in->host_buffers &&
+                   !s->check && p.engine == HAR_PATH_HOST_SEGMENT;
+    CHECK(p.streamed == streamed && !!(p.paths & B(STREAMED)) == streamed,
+          "streamed %d, paths %#x; want %d (local %d, uniform %d, host buffers %d, transport %d, engine %d, check %d)",
+          p.streamed, p.paths, streamed, in->local_size, in->uniform, in->host_buffers, p.inter, p.engine, s->check);
     size_t host = (size_t)s->slot_bytes, dev = (size_t)s->device_slot_bytes;
     size_t chunk = in->nnodes > 1 ? (host < dev ? host : dev) : p.engine == HAR_PATH_IPC ? dev : host;
     CHECK(p.chunk_bytes == chunk, "chunk %zu, want %zu", p.chunk_bytes, chunk);
@@ -217,7 +223,10 @@ static void sweep_plans(const har_settings_t *s)
                                     for (int shared = 0; shared < 2; shared++) {
                                         har_plan_in_t in = {sizes[b], 4, locals[l], nodes[k], uniform || nodes[k] == 1,
                                                             device, shared, kinds[t][0], kinds[t][1],
-                                                            har_engine_set(), engines[e], forced[f], "TEST_CLASS/1"};
+                                                            har_engine_set(), engines[e], forced[f], "TEST_CLASS/1",
+                                                            !device};
+                                        check_plan(&in, s);
+                                        in.host_buffers = 0;  /* device buffers the node did not agree on */
                                         check_plan(&in, s);
                                     }
 }
@@ -262,7 +271,7 @@ static void check_table(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         har_plan_in_t in = {cases[i].bytes, 4, cases[i].local, cases[i].nodes, 1, cases[i].device, 0, HAR_DT_F32,
-                            HAR_OP_SUM, har_engine_set(), cases[i].engines, 0, cases[i].cls};
+                            HAR_OP_SUM, har_engine_set(), cases[i].engines, 0, cases[i].cls, !cases[i].device};
         har_plan_t p = har_plan(&in, &s);
         unsigned got = p.paths & (HOST1 | HOST2 | IPC1 | IPC2 | B(NCCL) | B(MPI));
         CHECK(got == cases[i].want, "table case %zu (bytes %" PRIu64 ", %s): got %#x, want %#x", i, cases[i].bytes,
@@ -271,7 +280,7 @@ static void check_table(void)
     }
     /* A forced choice beats the table. */
     har_plan_in_t in = {1, 4, 2, 1, 1, 1, 0, HAR_DT_F32, HAR_OP_SUM, har_engine_set(), all, B(HOST_SEGMENT),
-                        "GPU_A/nvlink"};
+                        "GPU_A/nvlink", 0};
     CHECK(har_plan(&in, &s).engine == HAR_PATH_HOST_SEGMENT, "forced host_segment over the table");
 
     static const char *const bad_tables[] = {
