@@ -63,7 +63,7 @@ enum { LOCAL = 0, RANK0 = 1 };
       "threads per rank for large host reductions; 0: the rank's cores, at most 4")             \
     X(inter, HAR_T_ENUM, "auto", RANK0, 0, 0, "auto,ring,doubling,mpi",                         \
       "the inter-node step: auto (doubling up to HAR_DOUBLING_MAX bytes, the ring above), or always har's ring, har's recursive doubling, or the MPI's MPI_Allreduce on the rail (mpi)") \
-    X(doubling_max, HAR_T_SIZE, "32K", RANK0, 0, 1ll << 50, NULL,                               \
+    X(doubling_max, HAR_T_SIZE, "64K", RANK0, 0, 1ll << 50, NULL,                               \
       "with HAR_INTER=auto, calls of at most this many bytes cross nodes by recursive doubling (log2 of the nodes steps), larger ones by the ring (2(nodes-1) steps, the least data)") \
     X(ring_segment, HAR_T_SIZE, "auto", RANK0, 0, HAR_GIB, NULL,                                \
       "the ring's blocks between nodes travel as messages of at most this many bytes, each reduced as it comes while the next ones are on the way; auto: 60K under Open MPI, 16K under MPICH (what each sends without a rendezvous over TCP); 0: each block as one message (to compare)") \

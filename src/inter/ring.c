@@ -41,8 +41,9 @@
  * second latency (2 hosts of 1 rank, Open MPI 4.1, doubling: 10.9 against
  * 5.9 us at 512 B with 256 here; 49.8 against 37.6 us for 8 KiB against
  * 4 KiB of device data when only 8 KiB with the header fitted), and
- * packing costs a copy of as much. 32 KiB covers every step of recursive
- * doubling at its default HAR_DOUBLING_MAX. */
+ * packing costs a copy of as much. Larger blocks go in segments posted
+ * with the header (a header and block past the MPI's eager limit would
+ * wait for a rendezvous). */
 #define PACKED_MAX (32 << 10)
 /* Segments of a ring step in flight at once, each way. */
 #define WINDOW 16

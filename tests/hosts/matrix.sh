@@ -30,7 +30,7 @@ hcheck "har finds 2 nodes on 2 hosts of 2 ranks and 3 on hosts of 1, 2 and 3 (no
 # World and duplicate span the hosts alike; the halves have one rank per
 # host (rails) and the reversed subset uneven hosts (leader): every one
 # crosses hosts, so every call shows the transport its size takes
-# (--expect across: recursive doubling up to 32 KiB, the ring above).
+# (--expect across: recursive doubling up to 64 KiB, the ring above).
 hcheck "2 hosts of 2: full matrix, rails, doubling and ring (world, duplicate)" \
     $hosts 2 2 -- "$prog" --counts 0,1,7,63,64,1000,65537 --expect rails,across --comms 2
 hcheck "2 hosts of 2: every communicator, counts above the slot, sampled (seed $seed)" \

@@ -12,7 +12,7 @@
  *                   [--steps N] [--device [--mixed] [--host-first] [--other-gpu]] [--managed]
  * --expect across: the transport between nodes that the README's rule
  * gives for the call's size: HAR_INTER's, else doubling up to
- * HAR_DOUBLING_MAX bytes (default 32 KiB) and the ring above.
+ * HAR_DOUBLING_MAX bytes (default 64 KiB) and the ring above.
  * --steps N: every case took exactly N node synchronisation steps (the test
  * build's har_test_steps). --host-first: a host all-reduce on every
  * communicator before the GPU is picked (the start-up order many
@@ -214,7 +214,7 @@ static int across_path(size_t bytes)
     if (inter && strcmp(inter, "auto"))
         return har_counter_index(!strcmp(inter, "mpi") ? "inter_mpi" : inter);
     char *end = NULL;
-    double limit = max ? strtod(max, &end) : 32768;
+    double limit = max ? strtod(max, &end) : 65536;
     if (end && *end) limit *= *end == 'K' || *end == 'k' ? 1024.0 : *end == 'M' || *end == 'm' ? 1048576.0 : 1073741824.0;
     return har_counter_index(bytes <= limit ? "doubling" : "ring");
 }

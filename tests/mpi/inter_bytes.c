@@ -4,7 +4,7 @@
  * most one shard per step (log2 of the largest power of two up to N, one
  * more where N is none) plus 128 bytes per message. Each call must take
  * the transport the README's rule gives: HAR_INTER's, else doubling up to
- * 32 KiB. With HAR_RING_SEGMENT unset, no message is larger than its
+ * 64 KiB. With HAR_RING_SEGMENT unset, no message is larger than its
  * default (16 KiB under MPICH, 60 KiB under Open MPI) and a header. Run
  * with HAR_NODE_SIZE and the shim in LD_PRELOAD. */
 #include <dlfcn.h>
@@ -35,7 +35,7 @@ int main(int argc, char **argv)
     int nodes = size / L, fail = 0, pow2 = 1, steps = 0;
     while (pow2 * 2 <= nodes) pow2 *= 2, steps++;
     const char *inter = getenv("HAR_INTER");
-    const int counts[] = {1, 1000, 65537, 200003};  /* the last spans several chunks */
+    const int counts[] = {1, 1000, 16000, 65537, 200003};  /* 16000: doubling's largest kind; the last spans several chunks */
     for (int k = 0; k < 4; k++) {
         int n = counts[k];
         float *v = malloc((size_t)n * sizeof *v);
@@ -50,7 +50,7 @@ int main(int argc, char **argv)
         /* Largest shard: the vector's 64-byte units split over L ranks. */
         double units = (double)((size_t)n * sizeof(float) + 63) / 64;
         double shard = (double)((long long)(units + L - 1) / L) * 64;
-        int doubling = inter && strcmp(inter, "auto") ? !strcmp(inter, "doubling") : n * sizeof(float) <= 32768;
+        int doubling = inter && strcmp(inter, "auto") ? !strcmp(inter, "doubling") : n * sizeof(float) <= 65536;
         double bound = doubling ? (steps + (nodes > pow2)) * shard + 128.0 * (steps + 2)
                                 : 2.0 * (nodes - 1) / nodes * shard + 128.0 * nodes;
         const char *want = doubling ? "doubling" : "ring";

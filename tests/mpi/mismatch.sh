@@ -21,13 +21,13 @@ for what in count type op; do
             sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between nodes" "$0"' \
             "$tmp/o" env HAR_NODE_SIZE=1 $mpi 4 "$prog" $what --last --count $n
     done
-    # 8192 ints are 32 KiB, doubling's last size: twice that takes the
+    # 16384 ints are 64 KiB, doubling's last size: twice that takes the
     # ring, so the two sides run different transports and must still meet.
     [ $what = op ] && continue
     for np in 4 8; do
-        check "$np pretend nodes of 1, count 8192, another $what on the last rank: doubling against the ring (found)" \
+        check "$np pretend nodes of 1, count 16384, another $what on the last rank: doubling against the ring (found)" \
             sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between nodes" "$0"' \
-            "$tmp/o" env HAR_NODE_SIZE=1 $mpi $np "$prog" $what --last --count 8192
+            "$tmp/o" env HAR_NODE_SIZE=1 $mpi $np "$prog" $what --last --count 16384
     done
 done
 done_testing
