@@ -10,7 +10,8 @@
  * The program knows nothing about how MPI_Allreduce is implemented; it serves
  * as an unmodified application whose collectives can be intercepted through
  * PMPI. Several sizes and types pass through MPI_Allreduce:
- *   - float gradients of 4 tensors with sizes 15677, 257, 318 and 1;
+ *   - float gradients of 4 tensors with sizes 20191, 331, 392 and 1 (the
+ *     largest, W1, is 79 KiB: across nodes it takes the ring);
  *   - the minibatch loss as a double (MPI_SUM), once per step;
  *   - the global loss over all shards as 2 doubles, before and after training;
  *   - the number of completed epochs as an int (MPI_MAX), every REPORT_EVERY
@@ -49,7 +50,7 @@
  * layer plus a linear skip from the inputs to the output. The odd layer
  * widths give tensors whose sizes are neither equal nor powers of two. */
 #define N_IN 61
-#define N_HID 257
+#define N_HID 331
 
 #define BATCH 32           /* samples per rank per step */
 #define LEARNING_RATE 0.05f
