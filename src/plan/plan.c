@@ -141,7 +141,8 @@ har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s)
     p.paths = chosen;
     p.inter = in->nnodes > 1 && p.engine != HAR_PATH_MPI ? har_plan_inter(in->bytes, s) : -1;
     if (p.inter >= 0) p.paths |= (in->uniform ? HAR_BIT(RAILS) : HAR_BIT(LEADER)) | (1u << p.inter);
-    /* HAR_CHECK verifies whole blocks in the ring's own memory. */
+    /* A rank alone on its node hands the ring its host buffers (inter.h);
+     * not under HAR_CHECK, which verifies whole blocks in har's memory. */
     p.streamed = p.inter == HAR_PATH_RING && in->local_size == 1 && in->uniform && in->host_buffers && !s->check &&
                  in->engine_set->by_path[p.engine]->streams;
     if (p.streamed) p.paths |= HAR_BIT(STREAMED);
