@@ -5,7 +5,9 @@
  * i, runs the inter-node step on it over its rail, and every rank copies
  * all finished shards; in leader mode (nodes of unequal size) local rank 0
  * carries the node's whole vector across nodes. Messages larger than a slot
- * go through in chunks. Device buffers are copied in and out by CUDA.
+ * go through in chunks. Device buffers are copied in and out by CUDA. A
+ * rank alone on its node with host buffers (the plan's `streamed`) hands
+ * them to the ring, which copies in and out piece by piece (inter.h).
  *
  * With HAR_CHECK every writer publishes a checksum of each shard of its
  * input and of its reduced shard before the step that hands them over, and
