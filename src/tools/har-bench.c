@@ -3,8 +3,8 @@
  *
  *   har-bench [--min BYTES] [--max BYTES] [--type float|double|int|long]
  *             [--op sum|max|min|prod] [--device] [--cuda-first] [--iters N]
- *             [--warmup N] [--buffers K] [--check] [--csv FILE] [--quiet]
- *             [--tuning TABLE]
+ *             [--warmup N] [--buffers K] [--out-of-place] [--check] [--csv FILE]
+ *             [--quiet] [--tuning TABLE]
  *
  * Candidates: "har" (the intercepted MPI_Allreduce), "mpi" (the MPI's own
  * PMPI_Allreduce; device buffers are staged through host memory around it,
@@ -26,6 +26,11 @@
  * host_segment+two_shot, mpi, and with --device ipc+one_shot, ipc+two_shot
  * and nccl. It writes the table by the rule of src/plan/derive.c, keyed by
  * the machine class har reports.
+ *
+ * Calls are in place (MPI_IN_PLACE), as gradient all-reduces are; with
+ * --out-of-place each takes a send buffer of its own beside the result's
+ * (the MPI's own all-reduce then copies the input first, which in place it
+ * need not).
  *
  * Every timed call starts after a barrier, so that one candidate's skew
  * between ranks does not land on the next, and the order of candidates
@@ -67,8 +72,8 @@ static int ncands;
 
 static const char usage[] =
     "usage: har-bench [--min BYTES] [--max BYTES] [--type float|double|int|long] [--op sum|max|min|prod]\n"
-    "                 [--device] [--cuda-first] [--iters N] [--warmup N] [--buffers K] [--check]\n"
-    "                 [--csv FILE] [--quiet] [--tuning TABLE]\n"
+    "                 [--device] [--cuda-first] [--iters N] [--warmup N] [--buffers K] [--out-of-place]\n"
+    "                 [--check] [--csv FILE] [--quiet] [--tuning TABLE]\n"
     "Run it under mpirun; sizes are bytes, with K, M or G. See the README's Benchmark section.\n";
 
 static struct {
@@ -76,9 +81,9 @@ static struct {
     const type_opt_t *type;
     MPI_Op op;
     const char *op_name;
-    int op_nccl, device, cuda_first, iters, warmup, buffers, check, quiet;
+    int op_nccl, device, cuda_first, iters, warmup, buffers, out_of_place, check, quiet;
     const char *csv, *tune;
-} opt = {4, 64 << 20, &type_opts[0], MPI_SUM, "sum", 0, 0, 0, 0, 5, 4, 0, 0, NULL, NULL};
+} opt = {4, 64 << 20, &type_opts[0], MPI_SUM, "sum", 0, 0, 0, 0, 5, 4, 0, 0, 0, NULL, NULL};
 
 static int rank, nranks, local_size, nnodes;
 static char *host_stage;
@@ -183,20 +188,25 @@ static int verify(const char *host, size_t n)
     return 1;
 }
 
-static int one_call(const cand_t *c, void *buf, size_t n)
+/* One call of candidate c: the input in `in` (NULL: in place in buf),
+ * the result in buf. */
+static int one_call(const cand_t *c, const void *in, void *buf, size_t n)
 {
     int count = (int)n, rc;
+    const void *send = in ? in : MPI_IN_PLACE;
     switch (c->run) {
     case RUN_FORCED:
         har_set_algo(c->name);
-        rc = MPI_Allreduce(MPI_IN_PLACE, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD);
+        rc = MPI_Allreduce(send, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD);
         har_set_algo("auto");
         return rc;
     case RUN_HAR:
-        return MPI_Allreduce(MPI_IN_PLACE, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD);
+        return MPI_Allreduce(send, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD);
     case RUN_MPI:
-        if (!opt.device) return PMPI_Allreduce(MPI_IN_PLACE, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD);
-        from_buf(host_stage, buf, n * opt.type->size);
+        if (!opt.device) return PMPI_Allreduce(send, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD);
+        /* Staged as a user would: the input to host memory, the MPI in
+         * place there, the result back. */
+        from_buf(host_stage, in ? in : buf, n * opt.type->size);
         rc = PMPI_Allreduce(MPI_IN_PLACE, host_stage, count, opt.type->type, opt.op, MPI_COMM_WORLD);
         to_buf(buf, host_stage, n * opt.type->size);
 #ifdef HAR_BENCH_CUDA
@@ -208,7 +218,7 @@ static int one_call(const cand_t *c, void *buf, size_t n)
     case RUN_NCCL:
     case RUN_NCCL_RING_LL:
 #ifdef HAR_BENCH_CUDA
-        if (nccl.api.all_reduce(buf, buf, n, opt.type->nccl, opt.op_nccl,
+        if (nccl.api.all_reduce(in ? in : buf, buf, n, opt.type->nccl, opt.op_nccl,
                                 c->run == RUN_NCCL ? nccl.comm : nccl.ring_ll, nccl.stream) != 0)
             return MPI_ERR_OTHER;
         return cudaStreamSynchronize(nccl.stream) == cudaSuccess ? MPI_SUCCESS : MPI_ERR_OTHER;
@@ -322,6 +332,7 @@ static void parse_args(int argc, char **argv)
         else if (!strcmp(arg, "--csv") && val) opt.csv = argv[++a];
         else if (!strcmp(arg, "--tuning") && val) opt.tune = argv[++a];
         else if (!strcmp(arg, "--check")) opt.check = 1;
+        else if (!strcmp(arg, "--out-of-place")) opt.out_of_place = 1;
         else if (!strcmp(arg, "--quiet")) opt.quiet = 1;
         else if (!strcmp(arg, "--device")) opt.device = 1;
         else if (!strcmp(arg, "--cuda-first")) opt.cuda_first = opt.device = 1;
@@ -368,6 +379,8 @@ static void node_shape(void)
         die_all("--tuning needs nodes of equal size: a table row names one ranks-per-node count");
     if (opt.tune && nnodes > 1 && pretend && atoi(pretend) > 0)
         die_all("--tuning on pretend nodes (HAR_NODE_SIZE) would write rows for several nodes measured on one host");
+    if (opt.tune && opt.out_of_place)
+        die_all("--tuning times calls in place, as the table's rows are read for every call; --out-of-place is for comparing");
 #ifdef HAR_BENCH_CUDA
     if (opt.device && !opt.cuda_first) {
         int local, ndev = 0;
@@ -456,16 +469,20 @@ int main(int argc, char **argv)
     if (max_n == 0) die_all("--max is smaller than one element");
     char *host = malloc(max_n * opt.type->size);
     host_stage = malloc(max_n * opt.type->size);
-    void **bufs = malloc((size_t)opt.buffers * sizeof *bufs);
-    for (int b = 0; b < opt.buffers; b++) bufs[b] = buf_alloc(max_n * opt.type->size);
+    void **bufs = malloc((size_t)opt.buffers * sizeof *bufs), **ins = calloc((size_t)opt.buffers, sizeof *ins);
+    for (int b = 0; b < opt.buffers; b++) {
+        bufs[b] = buf_alloc(max_n * opt.type->size);
+        if (opt.out_of_place) ins[b] = buf_alloc(max_n * opt.type->size);
+    }
     FILE *csv = NULL;
     if (opt.csv && rank == 0 && !(csv = fopen(opt.csv, "w"))) die("cannot write the CSV file");
     if (csv) fprintf(csv, "bytes,candidate,ranks,ranks_per_node,nodes,buffers,class,type,op,median_us,p10_us,p90_us,"
-                          "algbw_GBs,busbw_GBs,paths,checked\n");
+                          "algbw_GBs,busbw_GBs,paths,checked,in_place\n");
     if (rank == 0) {
-        printf("# har-bench%s: %d ranks (%d per node, %d node(s)), %s %s, %s buffers (rotating over %d), %s, "
+        printf("# har-bench%s: %d ranks (%d per node, %d node(s)), %s %s, %s buffers (rotating over %d, %s), %s, "
                "time = max over ranks per call, median us\n", opt.tune ? " --tuning" : "", nranks, local_size,
                nnodes, opt.type->name, opt.op_name, opt.device ? "device" : "host", opt.buffers,
+               opt.out_of_place ? "a send buffer each" : "in place",
                !opt.device ? "host memory" : opt.cuda_first ? "CUDA before MPI_Init" : "host all-reduce before CUDA");
         printf("%12s", "bytes");
         for (int c = 0; c < ncands; c++) printf(" %*s", opt.tune ? 22 : 12, cands[c].name);
@@ -493,8 +510,8 @@ int main(int argc, char **argv)
             unsigned long long before[HAR_PATH_COUNT];
             har_counters(before, HAR_PATH_COUNT);
             fill(host, n, rank);
-            to_buf(bufs[0], host, n * opt.type->size);
-            ok[c] = one_call(&cands[c], bufs[0], n) == MPI_SUCCESS;
+            to_buf(opt.out_of_place ? ins[0] : bufs[0], host, n * opt.type->size);
+            ok[c] = one_call(&cands[c], ins[0], bufs[0], n) == MPI_SUCCESS;
             int served = (served_bits(before) & cands[c].must_serve) == cands[c].must_serve;
             from_buf(host, bufs[0], n * opt.type->size);
             if (opt.check) ok[c] = ok[c] && verify(host, n);
@@ -513,12 +530,12 @@ int main(int argc, char **argv)
             for (int k = 0; k < ncands; k++) {
                 int c = (it + opt.warmup + k) % ncands;
                 if (!timed[c]) continue;
-                void *buf = bufs[(it + opt.warmup) % opt.buffers];
+                int slot = (it + opt.warmup) % opt.buffers;
                 unsigned long long before[HAR_PATH_COUNT];
                 har_counters(before, HAR_PATH_COUNT);
                 PMPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
-                one_call(&cands[c], buf, n);
+                one_call(&cands[c], ins[slot], bufs[slot], n);
                 double dt = MPI_Wtime() - t0;
                 unsigned took = served_bits(before);
                 if (it >= 0) t[c][it] = dt;
@@ -578,11 +595,11 @@ int main(int argc, char **argv)
             fflush(stdout);
             for (int c = 0; csv && c < ncands; c++)
                 if (timed[c])
-                    fprintf(csv, "%zu,%s,%d,%d,%d,%s,%s,%s,%s,%.3f,%.3f,%.3f,%.4f,%.4f,%s,%s\n", n * opt.type->size,
+                    fprintf(csv, "%zu,%s,%d,%d,%d,%s,%s,%s,%s,%.3f,%.3f,%.3f,%.4f,%.4f,%s,%s,%s\n", n * opt.type->size,
                             cands[c].name, nranks, local_size, nnodes, opt.device ? "device" : "host",
                             cls, opt.type->name, opt.op_name, med[c], p10[c], p90[c],
                             real_bytes / med[c] * 1e-3, real_bytes / med[c] * 1e-3 * factor, took[c],
-                            opt.check ? (ok[c] ? "yes" : "FAILED") : "no");
+                            opt.check ? (ok[c] ? "yes" : "FAILED") : "no", opt.out_of_place ? "no" : "yes");
         }
         if (bytes > opt.max_bytes / 2) break;
     }
@@ -593,8 +610,11 @@ int main(int argc, char **argv)
     if (nccl.comm) nccl.api.comm_abort(nccl.comm);
     if (nccl.ring_ll) nccl.api.comm_abort(nccl.ring_ll);
 #endif
-    for (int b = 0; b < opt.buffers; b++) buf_free(bufs[b]);
-    free(bufs); free(host); free(host_stage);
+    for (int b = 0; b < opt.buffers; b++) {
+        buf_free(bufs[b]);
+        if (ins[b]) buf_free(ins[b]);
+    }
+    free(bufs); free(ins); free(host); free(host_stage);
     MPI_Finalize();
     return all_ok ? 0 : 1;
 }

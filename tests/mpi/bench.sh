@@ -1,13 +1,21 @@
 #!/bin/sh
 # A short validated sweep of har-bench on host buffers: every har call served
 # by har (HAR_REQUIRE_PATH), every result of both candidates checked, and a
-# CSV with a row per size and candidate.
+# CSV with a row per size and candidate; in place, then out of place.
 . "$top_srcdir/tests/lib.sh"
 env HAR_REQUIRE_PATH=host_segment $mpi 2 "$top_builddir/har-bench" --min 4 --max 1M --iters 5 --warmup 1 \
     --check --csv "$tmp/bench.csv" > "$tmp/out" 2>&1
 rc=$?
-rows=$(grep -c ',yes$' "$tmp/bench.csv" 2>/dev/null)
+rows=$(grep -c ',yes,yes$' "$tmp/bench.csv" 2>/dev/null)  # checked, in place
 # 4 B .. 1 MiB: 19 sizes, two candidates each, all checked.
 [ $rc = 0 ] && [ "$rows" = 38 ] && ! grep -q FAILED "$tmp/out"
 tap_result $? "har-bench, 2 ranks, 4 B to 1 MiB: 38 checked rows, every har call on the host segment" "$tmp/out"
+
+env HAR_REQUIRE_PATH=host_segment $mpi 3 "$top_builddir/har-bench" --min 4 --max 1M --iters 5 --warmup 1 \
+    --out-of-place --check --csv "$tmp/separate.csv" > "$tmp/out" 2>&1
+rc=$?
+rows=$(grep -c ',yes,no$' "$tmp/separate.csv" 2>/dev/null)  # checked, out of place
+[ $rc = 0 ] && [ "$rows" = 38 ] && ! grep -q FAILED "$tmp/out" && grep -q 'a send buffer each' "$tmp/out"
+tap_result $? "har-bench --out-of-place, 3 ranks, 4 B to 1 MiB: 38 checked rows, every har call on the host segment" \
+    "$tmp/out"
 done_testing
