@@ -157,7 +157,15 @@ har_status_t har_node_check(har_node_t *node, double started, const char *step)
     for (int r = 0; node->peers && st == HAR_OK && r < node->local_size; r++)
         if (r != node->local_rank && !pid_alive(node, r)) st = HAR_ERR_PEER_DEAD, culprit = r;
     if (st == HAR_OK && !node->seg.base && timeout > 0 && har_seg_now() - started > timeout) st = HAR_ERR_TIMEOUT;
-    return note_local(node, st, culprit, step);
+    if (st != HAR_OK) return note_local(node, st, culprit, step);
+    /* A neighbour across nodes whose process is gone, though no local peer
+     * of its is left to say so. */
+    int lost = node->across ? har_watch_lost(&node->watch) : -1;
+    if (lost < 0) return HAR_OK;
+    const har_across_peer_t *who = &node->across[lost];
+    har_note("its connection across nodes to rank %d closed", node->rank);
+    har_node_blame(node, HAR_ERR_PEER_DEAD, who->comm_rank, who->world_rank, who->host, step);
+    return HAR_ERR_PEER_DEAD;
 }
 
 har_status_t har_node_exchange(har_node_t *node, int posted, MPI_Request *req, const char *step)

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 #include "core/status.h"
 #include "host/segment.h"
+#include "comm/watch.h"
 #include "plan/plan.h"
 
 /* Local ranks a node segment serves; larger nodes go to the MPI. */
@@ -22,10 +23,12 @@ typedef struct {
 } har_peer_t;
 
 /* A rank this one exchanges with across nodes: its ranks in the
- * communicator and in MPI_COMM_WORLD, and its host. */
+ * communicator and in MPI_COMM_WORLD, its host, and where its death watch
+ * listens. */
 typedef struct {
     int32_t comm_rank, world_rank;
     char host[48];
+    har_watch_addr_t watch;
 } har_across_peer_t;
 
 typedef struct har_node {
@@ -49,6 +52,7 @@ typedef struct har_node {
     int across_rank, across_size;   /* this rank's place there */
     har_across_peer_t *across;      /* every rank there, by its place (NULL until the transports' set-up):
                                      * a time-out waiting for one names it */
+    har_watch_t watch;              /* connections to the ring neighbours across nodes, closed by a death */
     MPI_Request notice_req;
     har_failure_t notice_in;
     har_failure_t *early;           /* the failure, while no segment holds it (before, or after a failed set-up) */

@@ -82,6 +82,7 @@ static void state_free(har_comm_t *c)
      * the segment, the scratch, the ring's messages, an engine's buffers,
      * the state itself (a failure notice's receive). A failed
      * communicator's memory therefore stays until the process ends. */
+    har_watch_close(&node->watch);  /* in order: a neighbour still waiting for this rank's data keeps waiting */
     int keep = c->mode == HAR_COMM_FAILED;
     for (int e = 0; !keep && e < HAR_PATH_COUNT; e++)
         if (c->eng[e].impl) har_engines[e]->destroy(c->eng[e].impl);
@@ -406,6 +407,7 @@ har_comm_t *har_comm_get(MPI_Comm comm, const har_call_t *call, har_status_t *st
     c->node.comm = comm;
     c->node.node_comm = c->node.rail_comm = c->node.leader_comm = c->node.notice_comm = MPI_COMM_NULL;
     c->node.notice_req = MPI_REQUEST_NULL;
+    har_watch_none(&c->node.watch);
     int inter = 0, size = 1;
     PMPI_Comm_test_inter(comm, &inter);
     if (!inter) PMPI_Comm_size(comm, &size);

@@ -88,18 +88,26 @@ static har_status_t p2p_setup(har_node_t *node)
         return HAR_ERR_INTERNAL;
     }
     /* Who this rank is, in every header and checksum it sends. */
-    har_across_peer_t me = {node->rank, node->peers ? node->peers[node->local_rank].world_rank : -1, ""};
+    har_across_peer_t me;
+    memset(&me, 0, sizeof me);
+    me.comm_rank = node->rank;
+    me.world_rank = node->peers ? node->peers[node->local_rank].world_rank : -1;
     snprintf(me.host, sizeof me.host, "%s", har_host());
     m->out.h.comm_rank = m->sent.comm_rank = me.comm_rank;
     m->out.h.world_rank = m->sent.world_rank = me.world_rank;
     memcpy(m->out.h.host, me.host, sizeof m->out.h.host);
     if (!all) return HAR_OK;
-    /* Who every rank across nodes is, told once: a time-out waiting for
-     * one can name it by its world rank and host. */
+    if (node->set->watch) har_watch_listen(&node->watch, &me.watch);
+    /* Who every rank across nodes is, and where its death watch listens,
+     * told once: a time-out waiting for one can name it by its world rank
+     * and host. */
     MPI_Request req;
     int rc = PMPI_Iallgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, node->notice_comm, &req);
     har_status_t st = rc == MPI_SUCCESS ? har_node_wait_partner(node, 1, &req, -1, "set-up") : HAR_ERR_INTERNAL;
     if (st == HAR_OK) node->across = all;
+    int me_at = node->across_rank, p = node->across_size, right = (me_at + 1) % p, left = (me_at + p - 1) % p;
+    if (st == HAR_OK && node->set->watch && p > 1)
+        har_watch_join(&node->watch, me_at, right, &all[right].watch, left, &all[left].watch);
     return st;  /* on failure `all` may still be written: it stays, as a failed communicator's memory does */
 }
 

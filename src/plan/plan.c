@@ -25,6 +25,7 @@ void har_settings_from(const har_config_t *cfg, har_settings_t *s)
     s->device_host_max = cfg->v[HAR_V_device_host_max].i;
     s->ring_segment = cfg->v[HAR_V_ring_segment].i < 0 ? HAR_RING_SEGMENT_AUTO : cfg->v[HAR_V_ring_segment].i;
     s->check = (int)cfg->v[HAR_V_check].i;
+    s->watch = (int)cfg->v[HAR_V_watch].i;
     s->algo = (unsigned)cfg->v[HAR_V_algo].i;
 }
 

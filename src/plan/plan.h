@@ -18,6 +18,7 @@ typedef struct {
     long long device_slot_bytes, device_one_shot_max, nccl_min_bytes, doubling_max, device_host_max;
     long long ring_segment;     /* HAR_RING_SEGMENT (auto resolved): every node must cut the ring's blocks alike */
     double timeout;
+    int watch;                  /* HAR_WATCH: every node must join the death watch alike */
     int inter_path, check;      /* inter_path: HAR_INTER's transport between nodes (HAR_PATH_RING, _DOUBLING or
                                  * _INTER_MPI), or HAR_INTER_AUTO: by the call's size (har_plan_inter) */
     unsigned algo;              /* HAR_ALGO: paths every plan must show where one can; 0: auto */

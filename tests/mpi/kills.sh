@@ -1,8 +1,9 @@
 #!/bin/sh
 # A rank killed at each moment of set-up, of a call and of teardown (the
-# test build's HAR_TEST_KILL), on 4 ranks as 2 pretend nodes of 2, without
-# HAR_TIMEOUT: every survivor, on both nodes, gets an error instead of a
-# hang, naming the dead rank; har's own part of MPI_Finalize returns; and
+# test build's HAR_TEST_KILL), on 4 ranks as 2 pretend nodes of 2 (and as 4
+# of 1, where no local peer is left to tell: the death watch across nodes
+# does), without HAR_TIMEOUT: every survivor, on every node, gets an error
+# instead of a hang, naming the dead rank; har's own part of MPI_Finalize returns; and
 # nothing is left in /dev/shm. Open MPI keeps the survivors alive with
 # --enable-recovery. MPICH's Hydra ends the whole job when a rank dies, so
 # there only the residue is checked.
@@ -14,6 +15,7 @@ before=$(residue)
 # with or without har (seen in 1 of 30 runs of a plain program): a job may
 # then end by this time limit, after har's part has finished.
 limit=20
+node_size=2
 
 # kill_case DESCRIPTION VICTIM:POINT[:N] EXPECT [ENV...]: EXPECT is "died"
 # (survivors fail naming the victim), "timeout" (they fail by HAR_TIMEOUT)
@@ -23,7 +25,7 @@ kill_case() {
     dead=${kill%%:*}
     case "$MPI_FLAVOUR" in
     openmpi)
-        env HAR_TEST_KILL="$kill" HAR_NODE_SIZE=2 HAR_VERBOSE=1 HAR_TEST_TIMEOUT=$limit "$@" \
+        env HAR_TEST_KILL="$kill" HAR_NODE_SIZE=$node_size HAR_VERBOSE=1 HAR_TEST_TIMEOUT=$limit "$@" \
             $mpi 4 --enable-recovery "$victim" > "$tmp/out" 2>&1
         ok=1
         for r in 0 1 2 3; do
@@ -44,7 +46,7 @@ kill_case() {
         [ $ok = 1 ] && grep -q "HAR_TEST_KILL: world rank $dead dies" "$tmp/out"
         ;;
     *)
-        env HAR_TEST_KILL="$kill" HAR_NODE_SIZE=2 HAR_TEST_TIMEOUT=$limit "$@" $mpi 4 "$victim" > "$tmp/out" 2>&1
+        env HAR_TEST_KILL="$kill" HAR_NODE_SIZE=$node_size HAR_TEST_TIMEOUT=$limit "$@" $mpi 4 "$victim" > "$tmp/out" 2>&1
         grep -q "HAR_TEST_KILL: world rank $dead dies" "$tmp/out"
         ;;
     esac
@@ -81,4 +83,12 @@ kill_case "killed in the recursive doubling of the first call" 1:doubling:1 died
 kill_case "killed in the recursive doubling, later" 2:doubling:4 died
 kill_case "killed while freeing the communicator" 0:free none
 kill_case "killed in MPI_Finalize" 3:finalize none
+# Nodes of one rank: nobody on the dead rank's node is left to tell, so
+# its neighbours across nodes learn it from the death watch (HAR_WATCH);
+# without the watch only HAR_TIMEOUT ends the waits.
+node_size=1
+kill_case "4 pretend nodes of 1, killed in the ring: its neighbours' death watch tells every survivor" 1:ring:2 died
+kill_case "4 pretend nodes of 1, killed in the recursive doubling" 2:doubling:1 died
+kill_case "4 pretend nodes of 1, HAR_WATCH=0: nothing tells of the death, HAR_TIMEOUT (3 s) ends the waits" 1:ring:2 \
+    timeout HAR_WATCH=0 HAR_TIMEOUT=3
 done_testing
