@@ -116,20 +116,32 @@ hcheck "3 hosts of 1, the rank on h2 killed in the recursive doubling$only" hook
 ranks="0 1 2 3"
 
 # --- kill -9 from outside, inside h2's PID namespace -----------------------
-outside_kill() {  # outside_kill [hosts-run options]
+# kill_in_h2 N [hosts-run options]: 2 hosts of 2 in a long loop of
+# all-reduces; once N victims run in h2, 3 s in, kill -9 N of them there;
+# the job's status in $rc, its log in $tmp/log. Fails if none was killed,
+# or something is left behind.
+kill_in_h2() {
+    n=$1
+    shift
     rm -rf "$tmp/st"
     env HAR_VERBOSE=1 $run --timeout 20 --state "$tmp/st" $recovery "$@" 2 2 -- "$victim" "$calls" > "$tmp/log" 2>&1 &
     job=$!
-    for _ in $(seq 100); do [ -s "$tmp/st/h2.pid" ] && [ -n "$(in_host "$tmp/st" h2 pgrep -x victim)" ] && break; sleep 0.1; done
+    for _ in $(seq 100); do
+        [ -s "$tmp/st/h2.pid" ] && [ "$(in_host "$tmp/st" h2 pgrep -x victim | wc -l)" -ge "$n" ] && break
+        sleep 0.1
+    done
     sleep 3  # inside the loop of all-reduces
-    pid=$(in_host "$tmp/st" h2 pgrep -x victim | head -1)
-    echo "killing victim $pid (in h2's PID namespace)"
-    [ -n "$pid" ] && in_host "$tmp/st" h2 kill -KILL "$pid"
+    victims=$(in_host "$tmp/st" h2 pgrep -x victim | head -"$n" | tr '\n' ' ')
+    echo "killing victim(s) $victims (in h2's PID namespace)"
+    [ -n "$victims" ] && in_host "$tmp/st" h2 kill -KILL $victims
     pids=$(cat "$tmp/st"/*.pid)
     wait $job
     rc=$?
     cat "$tmp/log"
-    [ -n "$pid" ] && residue_ok "$tmp/log" "$victim" && gone $pids || return 1
+    [ -n "$victims" ] && residue_ok "$tmp/log" "$victim" && gone $pids
+}
+outside_kill() {  # outside_kill [hosts-run options]
+    kill_in_h2 1 "$@" || return 1
     if [ "$MPI_FLAVOUR" = openmpi ]; then
         # Open MPI's TCP transport may end a rank whose peer hung up (and
         # har then names that one, as the first death it learnt of): every
@@ -170,19 +182,7 @@ fi
 # every rank that comes back must have failed naming a rank of h2, and at
 # least one must come back.
 whole_host_kill() {
-    rm -rf "$tmp/st"
-    env HAR_VERBOSE=1 $run --timeout 20 --state "$tmp/st" $recovery 2 2 -- "$victim" "$calls" > "$tmp/log" 2>&1 &
-    job=$!
-    for _ in $(seq 100); do [ -s "$tmp/st/h2.pid" ] && [ "$(in_host "$tmp/st" h2 pgrep -x victim | wc -l)" = 2 ] && break; sleep 0.1; done
-    sleep 3  # inside the loop of all-reduces
-    victims=$(in_host "$tmp/st" h2 pgrep -x victim | tr '\n' ' ')
-    echo "killing h2's victims $victims (in h2's PID namespace)"
-    [ -n "$victims" ] && in_host "$tmp/st" h2 kill -KILL $victims
-    pids=$(cat "$tmp/st"/*.pid)
-    wait $job
-    rc=$?
-    cat "$tmp/log"
-    [ -n "$victims" ] && residue_ok "$tmp/log" "$victim" && gone $pids || return 1
+    kill_in_h2 2 || return 1
     if [ "$MPI_FLAVOUR" = openmpi ]; then
         n=0
         for r in $(sed -n 's/^victim: rank \([01]\): failed at call.*/\1/p' "$tmp/log"); do
