@@ -46,8 +46,10 @@ HAR_API void har_counters_reset(void);
 /* Every way a call har serves can fail, once: X(id, class, what the rank at
  * fault did, message). Ranks whose calls differ get the class the MPIs
  * give (MPI_ERR_TRUNCATE for another count or datatype, MPI_ERR_OP for
- * another op); the others are har's own classes (class 0 here), added with
- * MPI_Add_error_class at MPI_Init and named by MPI_Error_string. */
+ * another op), and so does a rank that passes a bad buffer (null, or send
+ * and receive buffers that overlap: MPI_ERR_BUFFER, as both MPIs give for
+ * the same buffer twice); the others are har's own classes (class 0 here),
+ * added with MPI_Add_error_class at MPI_Init and named by MPI_Error_string. */
 #define HAR_ERROR_LIST(X)                                                                                    \
     X(TRUNCATE, MPI_ERR_TRUNCATE, "called MPI_Allreduce with another count or datatype",                     \
       "har: ranks called MPI_Allreduce with different counts or datatypes")                                  \
@@ -59,7 +61,10 @@ HAR_API void har_counters_reset(void);
     X(CUDA, 0, "had a CUDA call fail", "har: a CUDA call failed while moving device memory")                 \
     X(INTERNAL, 0, "had an MPI call inside har fail", "har: an MPI call inside har failed, or memory ran out") \
     X(CHECK, 0, "wrote data that a reader found changed, or got another result (HAR_CHECK)",                 \
-      "har: HAR_CHECK found data that changed between writer and reader, or ranks with different results")
+      "har: HAR_CHECK found data that changed between writer and reader, or ranks with different results")   \
+    X(PEER_LEFT, 0, "left (MPI_Finalize or MPI_Comm_free) while its peers still waited for it in an all-reduce", \
+      "har: a peer of this communicator called MPI_Finalize or MPI_Comm_free during an all-reduce")         \
+    X(BUFFER, MPI_ERR_BUFFER, "passed an invalid buffer", "har: a null buffer, or send and receive buffers that overlap")
 
 typedef enum {
     HAR_SUCCESS = 0,

@@ -24,6 +24,7 @@ typedef struct {
     har_mem_kind_t in_kind, out_kind;
     int gpu;                        /* ordinal here of the GPU holding both buffers, or -1 */
     int cuda;                       /* the application has loaded libcuda */
+    har_buffers_t bad;              /* this rank's buffers cannot be used: the node fails the call at its arrival */
     /* The arrival (comm/call.c) carried the first chunk's input into the
      * host slot of this rank / of every local rank (an engine's preload). */
     int loaded_me, loaded_all;
@@ -37,6 +38,7 @@ static inline void har_arrival_of(har_arrival_t *a, const har_call_t *call, uint
     a->count = call->count;
     a->type = call->red.type_code;
     a->op = (int8_t)call->red.dev_op;
+    a->bad = call->bad;
 }
 
 /* "count 12 int32 sum (call 3)", for messages. */

@@ -4,8 +4,8 @@
  * and the public har_* calls.
  *
  * Whether har serves a call is decided only from what every rank shares
- * (count, datatype, op, communicator state), never from the buffers' memory
- * kind, so all ranks always take the same branch. */
+ * (count, datatype, op, communicator state), never from the buffers (their
+ * memory kind, or a null one), so all ranks always take the same branch. */
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -82,7 +82,7 @@ static void init(void)
 {
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     har_log_set_rank(world_rank);
-    har_config_load(world_rank == 0);
+    har_config_load(world_rank == 0 ? HAR_REPORT_ALL : HAR_REPORT_OWN);
     har_status_init();
     har_mem_init();
     har_node_init(__atomic_load_n(&at_mpi_init, __ATOMIC_RELAXED));
@@ -162,11 +162,23 @@ int har_set_algo(const char *choice)
     return MPI_SUCCESS;
 }
 
-/* What every rank shares decides whether har can serve the call at all;
- * anything odd (bad arguments included) goes to the MPI, which reports it
- * as it always would. Fills `call` with this rank's view when it can. A
- * null buffer (a failed allocation, say) is this rank's own oddity: the MPI
- * gets it untouched, as it would without har. */
+/* Why this rank's buffers cannot be used, or HAR_BUFFERS_OK. */
+static har_buffers_t check_buffers(const void *sbuf, const void *rbuf, uint64_t bytes)
+{
+    if (!rbuf) return HAR_BUFFER_NULL_RECV;
+    if (!sbuf) return HAR_BUFFER_NULL_SEND;
+    if (sbuf == MPI_IN_PLACE) return HAR_BUFFERS_OK;
+    if (sbuf == rbuf) return HAR_BUFFERS_SAME;
+    uintptr_t s = (uintptr_t)sbuf, r = (uintptr_t)rbuf;
+    return s < r + bytes && r < s + bytes ? HAR_BUFFERS_OVERLAP : HAR_BUFFERS_OK;
+}
+
+/* What every rank shares (count, datatype, op, communicator) decides
+ * whether har can serve the call at all; anything odd there goes to the
+ * MPI, which reports it as it always would. A rank's buffers are its own:
+ * a null or aliased one (a failed allocation, say) cannot keep it out of a
+ * call its peers enter, so it enters too, and the node fails the call at
+ * the arrival (call->bad). Fills `call` with this rank's view. */
 static int describe(har_call_t *call, const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type,
                     MPI_Op op, MPI_Comm comm)
 {
@@ -178,16 +190,17 @@ static int describe(har_call_t *call, const void *sbuf, void *rbuf, har_count_t 
     call->bytes = (uint64_t)call->count * call->red.elem_size;
     call->type = type;
     call->op = op;
+    call->bad = check_buffers(sbuf, rbuf, call->bytes);
     int out_dev = -1, in_dev = -1;
     call->cuda = har_cuda_loaded();  /* once per call: cheap, but not free, while it is not */
-    if (call->cuda) {
+    if (call->cuda && !call->bad) {
         call->out_kind = har_mem_kind(rbuf, &out_dev);  /* one driver query per buffer, in place or not */
         call->in_kind = call->in == call->out ? call->out_kind : har_mem_kind(call->in, &in_dev);
     }
     if (call->in == call->out) in_dev = out_dev;
     call->gpu = call->in_kind == HAR_MEM_DEVICE && call->out_kind == HAR_MEM_DEVICE && in_dev == out_dev ? out_dev
                                                                                                           : -1;
-    return call->red.fn && count > 0 && HAR_CFG(enable).i && comm != MPI_COMM_NULL && sbuf != rbuf && sbuf && rbuf;
+    return call->red.fn && count > 0 && HAR_CFG(enable).i && comm != MPI_COMM_NULL;
 }
 
 #ifdef HAR_TEST_HOOKS
@@ -212,13 +225,19 @@ int har_allreduce_count(const void *sbuf, void *rbuf, har_count_t count, MPI_Dat
     har_comm_t *c = NULL;
     har_status_t st = HAR_OK;
     int rc;
-    if (describe(&call, sbuf, rbuf, count, type, op, comm) && (c = har_comm_get(comm, &call, &st)) &&
-        c->mode != HAR_COMM_FORWARDED && st == HAR_OK) {
+    int ours = describe(&call, sbuf, rbuf, count, type, op, comm);
+    if (ours && (c = har_comm_get(comm, &call, &st)) && c->mode != HAR_COMM_FORWARDED && st == HAR_OK) {
         int forced = __atomic_load_n(&algo_override, __ATOMIC_RELAXED);
         st = har_comm_plan(c, &call, forced >= 0 ? (unsigned)forced : c->set.algo, &plan);
         if (st == HAR_OK && plan.engine != HAR_PATH_MPI) st = har_comm_run(c, &call, &plan);
     }
-    if (st == HAR_OK && plan.engine == HAR_PATH_MPI) {
+    if (st == HAR_OK && plan.engine == HAR_PATH_MPI && ours && call.bad == HAR_BUFFERS_OVERLAP) {
+        /* The MPIs do not all catch it (Open MPI returns a wrong result):
+         * refused here on its way to the MPI, as MPICH refuses it. */
+        har_log(HAR_LOG_ERROR, "MPI_Allreduce refused (MPI_ERR_BUFFER): %s", har_buffers_text(call.bad));
+        rc = har_error_code(HAR_ERR_BUFFER);
+        PMPI_Comm_call_errhandler(comm, rc);
+    } else if (st == HAR_OK && plan.engine == HAR_PATH_MPI) {
         rc = forward(&call, sbuf, rbuf, count, type, op, comm, binding, &paths);
     } else {
         paths |= plan.paths;

@@ -101,7 +101,8 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const h
     har_node_t *node = &c->node;
     har_seg_t *seg = &node->seg;
     const har_engine_t *e = har_engines[host->engine];
-    load = load && e && e->preload && !host->streamed;  /* streamed: the input never enters the slot whole */
+    /* streamed: the input never enters the slot whole; bad: there is none to read */
+    load = load && e && e->preload && !host->streamed && !call->bad;
     if (load) {
         har_status_t st = e->preload(node, call, host->chunk_bytes);
         if (st != HAR_OK) return st;
@@ -117,6 +118,15 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const h
     har_status_t st = har_node_wait_all(node, "arrival");
     if (st != HAR_OK) return st;
     /* One pass over the records, each in the cache line its epoch came in. */
+    for (int r = 0; r < node->local_size; r++) {
+        const har_arrival_t *a = &har_seg_ctl(seg, r)->arrival[no & 1];
+        if (!a->bad) continue;
+        /* Every local rank fails the call here, the other nodes by the
+         * notice; the rank at fault gets the MPI's class for its buffer. */
+        har_note("%s", har_buffers_text(a->bad));
+        har_node_fail(node, HAR_ERR_BUFFER, r, "arrival");
+        return mine->bad ? HAR_ERR_BUFFER : HAR_ERR_PEER_FAILED;
+    }
     int loaded = 1, same = 1;
     agreed->all_device = 1;
     agreed->ctx_ranks = 0;

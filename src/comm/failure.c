@@ -1,6 +1,7 @@
 /* Bounded waits, failures and agreements on a node (failure.h). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -121,8 +122,51 @@ static int heard(void *ctx)
     return 1;
 }
 
+/* The last failure this process reported, on any communicator: a rank
+ * that leaves a communicator in order says it to the peers it leaves
+ * behind (they may be waiting for it because of it). */
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static har_failure_t last_seen;
+static int seen_any;
+
+static int last_failure(har_failure_t *seen)
+{
+    pthread_mutex_lock(&seen_lock);
+    int any = seen_any;
+    *seen = last_seen;
+    pthread_mutex_unlock(&seen_lock);
+    return any;
+}
+
+void har_node_leave(har_node_t *node)
+{
+    har_failure_t seen;
+    har_seg_leave(&node->seg, last_failure(&seen) ? &seen : NULL);
+}
+
+void har_node_say_bye(har_node_t *node, uint64_t calls)
+{
+    har_failure_t seen;
+    har_watch_bye_t bye = {calls, 0, -1, ""};
+    if (last_failure(&seen)) {
+        bye.seen_status = seen.status;
+        bye.seen_world = seen.culprit_world;
+        snprintf(bye.seen_host, sizeof bye.seen_host, "%s", seen.host);
+    }
+    har_watch_close(&node->watch, &bye);
+}
+
 static har_status_t note_local(har_node_t *node, har_status_t st, int culprit, const char *step)
 {
+    if (st == HAR_ERR_PEER_LEFT && culprit >= 0 && node->seg.base) {
+        const har_ctl_t *ctl = har_seg_ctl(&node->seg, culprit);
+        const har_failure_t *f = &ctl->failure;
+        if (atomic_load(&ctl->left) == 2 && f->culprit_world >= 0)
+            har_note("before it left, it had seen that world rank %d (host %s) %s", f->culprit_world, f->host,
+                     har_status_what((har_status_t)f->status));
+        else if (atomic_load(&ctl->left) == 2)
+            har_note("before it left, it had seen that a rank %s", har_status_what((har_status_t)f->status));
+    }
     if (st != HAR_OK && st != HAR_ERR_PEER_FAILED) har_node_fail(node, st, culprit, step);
     return st;
 }
@@ -160,12 +204,22 @@ har_status_t har_node_check(har_node_t *node, double started, const char *step)
     if (st != HAR_OK) return note_local(node, st, culprit, step);
     /* A neighbour across nodes whose process is gone, though no local peer
      * of its is left to say so. */
-    int lost = node->across ? har_watch_lost(&node->watch) : -1;
+    const har_watch_bye_t *left = NULL;
+    int lost = node->across ? har_watch_lost(&node->watch, node->call, &left) : -1;
     if (lost < 0) return HAR_OK;
     const har_across_peer_t *who = &node->across[lost];
-    har_note("its connection across nodes to rank %d closed", node->rank);
-    har_node_blame(node, HAR_ERR_PEER_DEAD, who->comm_rank, who->world_rank, who->host, step);
-    return HAR_ERR_PEER_DEAD;
+    if (left && left->seen_status && left->seen_world >= 0)
+        har_note("it told rank %d across nodes that it left before call %llu, after seeing that world rank %d "
+                 "(host %s) %s", node->rank, (unsigned long long)node->call, left->seen_world, left->seen_host,
+                 har_status_what((har_status_t)left->seen_status));
+    else if (left)
+        har_note("it told rank %d across nodes that it left before call %llu", node->rank,
+                 (unsigned long long)node->call);
+    else
+        har_note("its connection across nodes to rank %d closed", node->rank);
+    st = left ? HAR_ERR_PEER_LEFT : HAR_ERR_PEER_DEAD;
+    har_node_blame(node, st, who->comm_rank, who->world_rank, who->host, step);
+    return st;
 }
 
 har_status_t har_node_exchange(har_node_t *node, int posted, MPI_Request *req, const char *step)
@@ -254,6 +308,10 @@ void har_node_report(har_node_t *node)
     const har_failure_t *why = har_node_record(node);
     har_failure_t unknown = {HAR_ERR_PEER_FAILED, -1, -1, node->rank, node->call, "?", "", ""};
     if (!why) why = &unknown;
+    pthread_mutex_lock(&seen_lock);
+    last_seen = *why;
+    seen_any = 1;
+    pthread_mutex_unlock(&seen_lock);
     char who[96] = "a rank";
     if (why->culprit >= 0 && why->culprit_world >= 0)
         snprintf(who, sizeof who, "rank %d (world rank %d, host %s)", why->culprit, why->culprit_world, why->host);

@@ -39,7 +39,7 @@ static void uncount_segment(void)
 static void release_segment(har_comm_t *c)
 {
     if (!c->node.seg.base) return;
-    har_seg_detach(&c->node.seg);
+    har_node_leave(&c->node);
     uncount_segment();
 }
 
@@ -82,7 +82,7 @@ static void state_free(har_comm_t *c)
      * the segment, the scratch, the ring's messages, an engine's buffers,
      * the state itself (a failure notice's receive). A failed
      * communicator's memory therefore stays until the process ends. */
-    har_watch_close(&node->watch);  /* in order: a neighbour still waiting for this rank's data keeps waiting */
+    har_node_say_bye(node, c->calls);  /* in order: a neighbour's wait in a later call fails, saying it left */
     int keep = c->mode == HAR_COMM_FAILED;
     for (int e = 0; !keep && e < HAR_PATH_COUNT; e++)
         if (c->eng[e].impl) har_engines[e]->destroy(c->eng[e].impl);
@@ -147,7 +147,7 @@ static int self_delete_cb(MPI_Comm comm, int kv, void *attr, void *extra)
         if (c->mode == HAR_COMM_FAILED) continue;  /* its memory stays: see state_free */
         c->mode = HAR_COMM_FORWARDED;  /* nothing may touch the segments from now on */
         if (c->node.seg.base) {
-            har_seg_detach(&c->node.seg);
+            har_node_leave(&c->node);
             segments--;
         }
     }

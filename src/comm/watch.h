@@ -9,15 +9,24 @@
  *
  * Made at a communicator's set-up, bounded to a second, never waited for
  * on the per-call path: where a neighbour cannot be reached (a firewall,
- * no common address) that side simply goes unwatched. A connection counts
- * only once the neighbour has answered a greeting that carries a number it
- * published, so a connection that reaches another process (an address
- * every node has, such as a container bridge's) is never taken for it. */
+ * no common address) that side simply goes unwatched.
+ *
+ * Anyone on the network can connect to a listening port, and an address of
+ * the neighbour's may reach another process (an address every node has,
+ * such as a container bridge's), so a connection counts only once each end
+ * has proved that it knows the key the listening rank published over the
+ * MPI: a challenge each way, answered with a keyed hash of both challenges
+ * (core/secret.h). The key never crosses the network, and a stranger can
+ * neither be taken for a neighbour nor, by closing, fake a death. A rank
+ * that leaves in order (MPI_Comm_free, MPI_Finalize) says "bye" with the
+ * number of calls it made: a neighbour still waiting in a later call
+ * knows that it left rather than died. */
 #ifndef HAR_WATCH_H
 #define HAR_WATCH_H
 
 #include <stdint.h>
 #include "core/common.h"
+#include "core/secret.h"
 
 #define HAR_WATCH_ADDRS 4
 
@@ -27,14 +36,26 @@ typedef struct {
     uint32_t addr[HAR_WATCH_ADDRS];  /* IPv4, network order; loopback last */
     uint16_t port;                   /* network order; 0: no watch */
     uint16_t naddr;
-    uint64_t nonce;
+    har_secret_t key;                /* what both ends of a connection to this rank prove they know */
 } har_watch_addr_t;
+
+/* What a rank says when it leaves in order: how many calls it made on the
+ * communicator, and the last failure its process reported on any (why it
+ * may have left early), for the message of a neighbour that still waits. */
+typedef struct {
+    uint64_t calls;
+    int32_t seen_status;             /* har_status_t; 0: it saw none */
+    int32_t seen_world;              /* that failure's rank at fault in MPI_COMM_WORLD; -1: unknown */
+    char seen_host[48];
+} har_watch_bye_t;
 
 typedef struct {
     int listen_fd;                   /* during set-up only */
     int fd[2];                       /* 0: to the right neighbour, 1: from the left; -1: unwatched */
     int peer[2];                     /* their places across nodes */
-    uint64_t nonce;
+    int said_bye[2];
+    har_watch_bye_t bye[2];          /* what a neighbour said when it left */
+    har_secret_t key;
 } har_watch_t;
 
 /* Nothing watched (a node context's initial state). */
@@ -47,10 +68,14 @@ HAR_HIDDEN void har_watch_listen(har_watch_t *w, har_watch_addr_t *mine);
  * (`left_rank`, `left`), within a second; then stops listening. */
 HAR_HIDDEN void har_watch_join(har_watch_t *w, int me, int right_rank, const har_watch_addr_t *right, int left_rank,
                                const har_watch_addr_t *left);
-/* A watched neighbour whose connection closed without "bye": its place
- * across nodes; -1 if none. One poll(2) of at most two sockets. */
-HAR_HIDDEN int har_watch_lost(har_watch_t *w);
-/* Says "bye" on every connection and closes them (a communicator freed). */
-HAR_HIDDEN void har_watch_close(har_watch_t *w);
+/* A watched neighbour that is gone while this rank waits in call number
+ * `call` (from 0): its place across nodes, with *left NULL if its
+ * connection closed without "bye" (it died), or what it said if it said
+ * "bye" before making that call (it left); -1 if none. One poll(2) of at
+ * most two sockets. */
+HAR_HIDDEN int har_watch_lost(har_watch_t *w, uint64_t call, const har_watch_bye_t **left);
+/* Says "bye" on every connection and closes them (a communicator freed,
+ * or MPI_Finalize). */
+HAR_HIDDEN void har_watch_close(har_watch_t *w, const har_watch_bye_t *bye);
 
 #endif

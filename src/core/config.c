@@ -2,10 +2,13 @@
  * table lives in config.h so that fields and documentation cannot drift). */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "core/config.h"
 #include "core/log.h"
 
@@ -160,10 +163,28 @@ static int parse_value(const har_var_desc_t *d, const char *text, har_value_t *v
     return 1;
 }
 
-static size_t edit_distance(const char *a, const char *b)
+int har_open_setting_file(const char *path)
 {
-    size_t la = strlen(a), lb = strlen(b), prev[64], cur[64];
-    if (la >= 63 || lb >= 63) return 99;
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int err = fstat(fd, &st) != 0 ? errno : S_ISREG(st.st_mode) ? 0 : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+    if (err) {
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    /* Reads of a regular file never wait anyway; plain blocking reads from here. */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
+/* Edits (insert, delete, substitute) from a[0..la) to b; b is a known
+ * name, shorter than 64 characters; a may be any length. */
+static size_t edit_distance(const char *a, size_t la, const char *b)
+{
+    size_t lb = strlen(b), prev[64], cur[64];
+    if (lb >= 64) return SIZE_MAX;
     for (size_t j = 0; j <= lb; j++) prev[j] = j;
     for (size_t i = 1; i <= la; i++) {
         cur[0] = i;
@@ -172,32 +193,36 @@ static size_t edit_distance(const char *a, const char *b)
             size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
             cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
         }
-        memcpy(prev, cur, sizeof cur);
+        memcpy(prev, cur, (lb + 1) * sizeof *cur);
     }
     return prev[lb];
 }
 
 extern char **environ;
 
-/* Unknown HAR_* names, with the closest known one. HAR_TEST_* names belong
- * to the test suite and its build of the library. */
+/* Unknown HAR_* names, with the closest known one when one is close (at
+ * most a third of the name's letters differ). HAR_TEST_* names belong to
+ * the test suite and its build of the library. */
 static void warn_unknown(void)
 {
-    char name[64], known[64], best[64] = "";
+    char known[64];
     for (char **e = environ; *e; e++) {
         if (strncmp(*e, "HAR_", 4) != 0 || strncmp(*e, "HAR_TEST_", 9) == 0) continue;
-        size_t len = strcspn(*e, "=");
-        if (len >= sizeof name) len = sizeof name - 1;
-        memcpy(name, *e, len);
-        name[len] = '\0';
-        size_t best_d = 99, i;
+        size_t len = strcspn(*e, "="), best_d = SIZE_MAX, i;
+        const char *best = NULL;
         for (i = 0; i < HAR_NVARS; i++) {
             env_name(vars[i].field, known, sizeof known);
-            if (strcmp(known, name) == 0) break;
-            size_t d = edit_distance(name, known);
-            if (d < best_d) { best_d = d; snprintf(best, sizeof best, "%s", known); }
+            if (strlen(known) == len && strncmp(known, *e, len) == 0) break;
+            size_t d = edit_distance(*e, len, known);
+            if (d < best_d) best_d = d, best = vars[i].field;
         }
-        if (i == HAR_NVARS) har_log(HAR_LOG_WARN, "unknown variable %s ignored (did you mean %s?)", name, best);
+        if (i < HAR_NVARS) continue;
+        if (best && best_d <= len / 3) {
+            env_name(best, known, sizeof known);
+            har_log(HAR_LOG_WARN, "unknown variable %.*s ignored (did you mean %s?)", (int)len, *e, known);
+        } else {
+            har_log(HAR_LOG_WARN, "unknown variable %.*s ignored (har-info --variables lists the known ones)", (int)len, *e);
+        }
     }
 }
 
@@ -215,13 +240,13 @@ void har_config_load(int report)
         if (parse_value(&vars[i], env, &parsed, why, sizeof why)) {
             *v = parsed;
             v->source = "environment";
-        } else if (report) {
+        } else if (report == HAR_REPORT_ALL || (report == HAR_REPORT_OWN && vars[i].scope != RANK0)) {
             har_log(HAR_LOG_WARN, "%s=%.200s refused (%s); using the default, %s", name, env, why,
                     *vars[i].def ? vars[i].def : "(none)");
         }
     }
     har_log_level = (int)HAR_CFG(verbose).i;
-    if (report) warn_unknown();
+    if (report == HAR_REPORT_ALL) warn_unknown();
 }
 
 static const char *type_name(har_var_type_t t)

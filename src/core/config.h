@@ -93,6 +93,8 @@ enum { LOCAL = 0, RANK0 = 1 };
       "test build: the NCCL engine's set-up fails on local rank 0, so the node disables it")    \
     X(test_kill, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                              \
       "test build: RANK:POINT[:N], world rank RANK kills itself the Nth time it passes POINT")    \
+    X(test_stall, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                             \
+      "test build: RANK:POINT:SECONDS, world rank RANK sleeps that long each time it passes POINT (a window held open for a test)") \
     X(test_cuda_at, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                           \
       "test build: RANK:CALL, rank RANK of every communicator (* for all) acts as if it had a CUDA context from its call number CALL on") \
     X(test_no_socket, HAR_T_INT, "-1", LOCAL, -1, 1 << 30, NULL,                                \
@@ -126,9 +128,18 @@ typedef struct { har_value_t v[HAR_NVARS]; } har_config_t;
 extern HAR_HIDDEN har_config_t har_cfg;
 #define HAR_CFG(name) (har_cfg.v[HAR_V_##name])
 
-/* Reads and validates every variable; `report` warns about bad values and
- * unknown names (world rank 0 does). */
+/* Reads and validates every variable, warning as `report` says: nothing
+ * (a tool that only lists them), this rank's own refused values (every
+ * rank: a value bad on one rank only is said by that rank), or also those
+ * of the variables whose rank 0's value is used, and unknown names (world
+ * rank 0). */
+enum { HAR_REPORT_NONE, HAR_REPORT_OWN, HAR_REPORT_ALL };
 HAR_HIDDEN void har_config_load(int report);
+/* Opens a file a setting names, for reading, without ever blocking (a FIFO
+ * or a device would) and only if it is a regular file: its descriptor, or
+ * -1 with errno (EISDIR for a directory, EINVAL for anything else that is
+ * not a regular file). */
+HAR_HIDDEN int har_open_setting_file(const char *path);
 /* Every variable: value, source, meaning; as the README's markdown table. */
 HAR_HIDDEN void har_config_print(FILE *out, int markdown);
 /* Packs the RANK0 values of `cfg` into `buf` (har_config_rank0_bytes long),

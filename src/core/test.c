@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "core/config.h"
 #include "core/log.h"
@@ -18,6 +19,12 @@ void har_test_point(const char *point)
     char where[32];
     int rank;
     unsigned long nth = 1;
+    double seconds;
+    if (sscanf(HAR_CFG(test_stall).s, "%d:%31[^:]:%lf", &rank, where, &seconds) == 3 && rank == world_rank &&
+        strcmp(where, point) == 0 && seconds > 0) {
+        struct timespec nap = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+        nanosleep(&nap, NULL);
+    }
     if (sscanf(HAR_CFG(test_kill).s, "%d:%31[^:]:%lu", &rank, where, &nth) < 2 || rank != world_rank ||
         strcmp(where, point) != 0 || __atomic_add_fetch(&passes, 1, __ATOMIC_RELAXED) != nth)
         return;

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include "core/config.h"
 #include "core/log.h"
 #include "cuda/survey.h"
@@ -114,8 +115,10 @@ static void load(void)
     char line[512];
     int rank = 0, lineno = 0, visible = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    FILE *f = fopen(file, "r");
-    if (!f) why = "cannot open it";
+    int fd = har_open_setting_file(file);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+    if (!f) why = "cannot open it as a regular file";
+    if (!f && fd >= 0) close(fd);
     while (f && !why && fgets(line, sizeof line, f)) {
         lineno++;
         char *p = line + strspn(line, " \t");

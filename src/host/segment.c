@@ -94,8 +94,17 @@ har_status_t har_seg_create_named(har_seg_t *seg, const char *name, int nranks, 
 
 int har_seg_open_named(const char *name)
 {
+    struct stat st = {0};
     int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0) har_log(HAR_LOG_WARN, "shm_open(%s): %s", name, strerror(errno));
+    if (fd < 0) {
+        har_log(HAR_LOG_WARN, "shm_open(%s): %s", name, strerror(errno));
+    } else if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+        /* Not the file local rank 0 made: someone else's under that name. */
+        har_log(HAR_LOG_WARN, "/dev/shm%s is not this user's own (uid %u, mode %o): not mapped", name,
+                (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+        close(fd);
+        fd = -1;
+    }
     return fd;
 }
 
@@ -163,6 +172,18 @@ har_status_t har_seg_attach(har_seg_t *seg, int given, int me)
 }
 
 void har_seg_unlink(const char *name) { shm_unlink(name); }
+
+void har_seg_leave(har_seg_t *seg, const har_failure_t *seen)
+{
+    if (!seg->base) return;
+    har_ctl_t *mine = har_seg_ctl(seg, seg->me);
+    /* Its own failure line is read only while the header names this rank,
+     * which it cannot come to do from now on. */
+    int tell = seen && atomic_load(&seg->hdr->failed) != (uint32_t)seg->me + 1;
+    if (tell) mine->failure = *seen;
+    atomic_store_explicit(&mine->left, tell ? 2 : 1, memory_order_release);
+    har_seg_detach(seg);
+}
 
 void har_seg_detach(har_seg_t *seg)
 {

@@ -26,6 +26,15 @@ enum {
     HAR_ARRIVE_CTX = 2,     /* it has a CUDA context for its buffers' GPU */
     HAR_ARRIVE_SAME = 4,    /* its buffers are on the GPU its device engines use (or none is set up) */
 };
+/* Why a rank's buffers cannot be used (every rank learns it at the arrival,
+ * so that the call fails everywhere instead of leaving the others waiting). */
+typedef enum {
+    HAR_BUFFERS_OK = 0,
+    HAR_BUFFER_NULL_SEND,
+    HAR_BUFFER_NULL_RECV,
+    HAR_BUFFERS_SAME,       /* the same address twice, not MPI_IN_PLACE */
+    HAR_BUFFERS_OVERLAP,
+} har_buffers_t;
 typedef struct {
     uint64_t count;
     uint32_t call;          /* the call's number on this communicator (low bits) */
@@ -33,8 +42,20 @@ typedef struct {
     int8_t op;
     uint8_t flags;
     int32_t dev;            /* ordinal + 1 of the GPU holding both buffers; 0: not both on one GPU */
-    uint32_t unused;
+    uint32_t bad;           /* har_buffers_t */
 } har_arrival_t;
+
+/* "its receive buffer is null", for messages. */
+static inline const char *har_buffers_text(uint32_t bad)
+{
+    switch (bad) {
+    case HAR_BUFFER_NULL_SEND: return "its send buffer is null";
+    case HAR_BUFFER_NULL_RECV: return "its receive buffer is null";
+    case HAR_BUFFERS_SAME: return "its send and receive buffers are the same (not MPI_IN_PLACE)";
+    case HAR_BUFFERS_OVERLAP: return "its send and receive buffers overlap";
+    default: return "its buffers are fine";
+    }
+}
 
 /* Do two ranks' calls differ, and as what? HAR_OK (the same call),
  * HAR_ERR_OP (the same count and datatype, another op) or HAR_ERR_TRUNCATE
@@ -75,6 +96,11 @@ typedef struct {
     /* In a long wait for a rank on another node: a local peer's time-out
      * leaves the blame to this rank's own, which names that rank. */
     _Atomic uint32_t waiting_across;
+    /* Set before this rank lets go of the segment in order (MPI_Comm_free,
+     * MPI_Finalize), so that a peer still waiting for it says it left, not
+     * that it died: 1, or 2 when `failure` holds the last failure this
+     * process saw on another communicator (why it may have left early). */
+    _Atomic uint32_t left;
 } har_ctl_t;
 _Static_assert(offsetof(har_ctl_t, failure) == 64, "epoch and arrival records share one cache line");
 
@@ -125,6 +151,10 @@ har_status_t har_seg_attach(har_seg_t *seg, int fd, int me);
 int har_seg_open_named(const char *name);
 void har_seg_unlink(const char *name);
 void har_seg_detach(har_seg_t *seg);
+/* Detaches in order: peers that still wait for this rank learn that it
+ * left (HAR_ERR_PEER_LEFT) and, if `seen` is not NULL, what it had seen
+ * fail elsewhere. */
+void har_seg_leave(har_seg_t *seg, const har_failure_t *seen);
 size_t har_seg_bytes(int nranks, size_t slot_bytes);
 /* Removes named segments in /dev/shm whose liveness locks nobody holds
  * (left by processes that died between creating and unlinking), saying
@@ -151,7 +181,8 @@ static inline char *har_seg_slot(const har_seg_t *seg, int rank, unsigned parity
  * every write this rank made before. Returns the new epoch. */
 uint64_t har_seg_signal(har_seg_t *seg);
 /* Waits until `peer` has finished step `epoch` (acquire). HAR_OK, or why it
- * stopped: HAR_ERR_PEER_DEAD (its lock is gone), HAR_ERR_TIMEOUT (past
+ * stopped: HAR_ERR_PEER_DEAD (its lock is gone), HAR_ERR_PEER_LEFT (gone
+ * after har_seg_leave), HAR_ERR_TIMEOUT (past
  * `timeout` seconds; 0: none), HAR_ERR_PEER_FAILED (some local rank gave up:
  * har_seg_failure says who and why); *culprit: the local rank at fault, or
  * -1. Nothing is logged here: the caller knows the names. */

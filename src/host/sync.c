@@ -57,18 +57,21 @@ double har_seg_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Is rank `peer` still attached? Its liveness lock is held exactly as long
- * as its process lives and keeps the segment. */
-static int peer_alive(har_seg_t *seg, int peer)
+/* Is rank `peer` still attached? HAR_OK while its liveness lock is held
+ * (exactly as long as its process lives and keeps the segment); else
+ * HAR_ERR_PEER_LEFT if it let go in order, HAR_ERR_PEER_DEAD if not. */
+static har_status_t peer_state(har_seg_t *seg, int peer)
 {
     har_ctl_t *ctl = har_seg_ctl(seg, peer);
-    if (atomic_load(&ctl->dead)) return 0;
-    if (!atomic_load(&ctl->attached)) return 1;  /* no lock to look at yet */
-    struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = peer, .l_len = 1};
-    if (fcntl(seg->fd, F_OFD_GETLK, &lock) != 0) return 1;  /* cannot tell: assume alive */
-    if (lock.l_type != F_UNLCK) return 1;
-    atomic_store(&ctl->dead, 1);  /* for the other waiters */
-    return 0;
+    if (!atomic_load(&ctl->dead)) {
+        if (!atomic_load(&ctl->attached)) return HAR_OK;  /* no lock to look at yet */
+        struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = peer, .l_len = 1};
+        if (fcntl(seg->fd, F_OFD_GETLK, &lock) != 0) return HAR_OK;  /* cannot tell: assume alive */
+        if (lock.l_type != F_UNLCK) return HAR_OK;
+        atomic_store(&ctl->dead, 1);  /* for the other waiters */
+    }
+    /* `left` is stored before the lock goes (har_seg_leave). */
+    return atomic_load_explicit(&ctl->left, memory_order_acquire) ? HAR_ERR_PEER_LEFT : HAR_ERR_PEER_DEAD;
 }
 
 /* The slow path's checks on one peer. */
@@ -76,9 +79,10 @@ static har_status_t check(har_seg_t *seg, int peer, double started, double timeo
 {
     *culprit = -1;
     if (atomic_load(&seg->hdr->failed) || (seg->heard && seg->heard(seg->heard_ctx))) return HAR_ERR_PEER_FAILED;
-    if (peer >= 0 && !peer_alive(seg, peer)) {
+    har_status_t gone = peer >= 0 ? peer_state(seg, peer) : HAR_OK;
+    if (gone != HAR_OK) {
         *culprit = peer;
-        return HAR_ERR_PEER_DEAD;
+        return gone;
     }
     if (timeout > 0 && har_seg_now() - started > timeout) {
         if (peer >= 0 && atomic_load(&har_seg_ctl(seg, peer)->waiting_across)) return HAR_OK;
@@ -124,9 +128,6 @@ har_status_t har_seg_check_peers(har_seg_t *seg, double started, double timeout,
 {
     har_status_t st = check(seg, -1, started, timeout, culprit);
     for (int peer = 0; st == HAR_OK && peer < seg->nranks; peer++)
-        if (peer != seg->me && !peer_alive(seg, peer)) {
-            *culprit = peer;
-            st = HAR_ERR_PEER_DEAD;
-        }
+        if (peer != seg->me && (st = peer_state(seg, peer)) != HAR_OK) *culprit = peer;
     return st;
 }

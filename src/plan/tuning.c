@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 #include "core/config.h"
 #include "core/log.h"
 #include "plan/tuning.h"
@@ -105,17 +105,14 @@ void har_tune_format(const har_tune_row_t *row, char *buf, size_t len)
 }
 
 /* A regular file's text, up to HAR_TUNE_MAX_TEXT bytes; NULL with errno
- * (EISDIR for a directory, EFBIG past the limit). */
+ * (EISDIR for a directory, EINVAL for a FIFO or a device, EFBIG past the
+ * limit). */
 static char *read_table(const char *path)
 {
-    struct stat st;
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    int known = fstat(fileno(f), &st) == 0;
-    if (!known || !S_ISREG(st.st_mode)) {
-        int err = !known ? errno : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
-        fclose(f);
-        errno = err;
+    int fd = har_open_setting_file(path);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+    if (!f) {
+        if (fd >= 0) close(fd);
         return NULL;
     }
     char *text = malloc(HAR_TUNE_MAX_TEXT + 1);
@@ -142,7 +139,9 @@ int har_tune_load(const char *setting, har_tune_row_t *rows, int max_rows, char 
         if (!text) {
             if (report)
                 har_log(HAR_LOG_WARN, "HAR_TUNING=%s refused: %s; using the built-in table", setting,
-                        errno == EFBIG ? "larger than 64 KiB" : strerror(errno));
+                        errno == EFBIG    ? "larger than 64 KiB"
+                        : errno == EINVAL ? "not a regular file"
+                                          : strerror(errno));
         } else {
             n = har_tune_parse(text, rows, max_rows, &bad);
             free(text);

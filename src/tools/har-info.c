@@ -283,7 +283,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "--variables") == 0) {
-        har_config_load(0);
+        har_config_load(HAR_REPORT_NONE);
         har_config_print(stdout, 1);
         return 0;
     }

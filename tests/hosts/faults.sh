@@ -283,4 +283,26 @@ killed_runner() {
     [ -n "$pids" ] && [ -z "$left" ]
 }
 hcheck "hosts-run killed by SIGKILL: every host and the launcher's namespace go with it" killed_runner
+
+# A rank's bad buffer and a rank that leaves, across hosts: every other
+# rank, on either host, fails the call at once with har's message (the
+# rank's own node at the arrival, the other host by the notice or the
+# death watch's "bye"), and the job ends by itself.
+bad_buffer() {  # bad_buffer HOSTS RANKS RANK
+    $hosts "$1" "$2" -- "$bin/mpi/bad_buffer" null-recv --rank "$3" > "$tmp/log" 2>&1
+    s=$?
+    cat "$tmp/log"
+    [ $s = 0 ] && [ "$(grep -c "as expected" "$tmp/log")" = $(($1 * $2)) ] &&
+        [ "$(grep -c "rank $3 (world rank $3, host h[0-9]) passed an invalid buffer" "$tmp/log")" = $(($1 * $2)) ]
+}
+hcheck "2 hosts of 2, a null receive buffer on rank 3 only: every rank fails at once, naming it" bad_buffer 2 2 3
+hcheck "2 hosts of 1, a null receive buffer on rank 1 only: both fail at once, naming it" bad_buffer 2 1 1
+left_across() {
+    $hosts 2 2 -- "$bin/mpi/left" > "$tmp/log" 2>&1
+    s=$?
+    cat "$tmp/log"
+    [ $s = 0 ] && [ "$(grep -c "as expected" "$tmp/log")" = 4 ] && ! grep -q "rank 1 (world rank 1, host h1) died" "$tmp/log" &&
+        for r in 0 2 3; do grep -q "^har\[$r .*rank 1 (world rank 1, host h1) left (MPI_Finalize" "$tmp/log" || return 1; done
+}
+hcheck "2 hosts of 2, rank 1 finalizes after another communicator failed: the others say it left" left_across
 done_testing

@@ -76,6 +76,11 @@ tap_result $? "a directory is refused as a table" "$tmp/out"
 env HAR_TUNING=/dev/zero $mpi 2 "$prog" --counts 7 --types int --comms 1 $default > "$tmp/out" 2>&1 &&
     grep -q "HAR_TUNING=/dev/zero refused" "$tmp/out"
 tap_result $? "/dev/zero is refused as a table (no endless read)" "$tmp/out"
+# A FIFO with no writer: an open that waited for one would hang the job.
+mkfifo "$tmp/fifo"
+env HAR_TUNING="$tmp/fifo" HAR_TEST_TIMEOUT=30 $mpi 2 "$prog" --counts 7 --types int --comms 1 $default \
+    > "$tmp/out" 2>&1 && grep -q "HAR_TUNING=.*fifo refused: not a regular file" "$tmp/out"
+tap_result $? "a FIFO is refused as a table, without waiting for a writer" "$tmp/out"
 { for i in $(seq 1 3000); do echo "# padding line $i of a table too large to be one"; done; } > "$tmp/huge"
 env HAR_TUNING="$tmp/huge" $mpi 2 "$prog" --counts 7 --types int --comms 1 $default > "$tmp/out" 2>&1 &&
     grep -q "refused: larger than 64 KiB" "$tmp/out"

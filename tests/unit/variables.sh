@@ -10,6 +10,21 @@ tap_result $? "README variable table matches har-info --variables (scripts/updat
 env HAR_SLOT_BYTE=1 HAR_VERBOSE=1 $mpi 1 "$info" > "$tmp/out" 2>&1
 grep -q "unknown variable HAR_SLOT_BYTE ignored (did you mean HAR_SLOT_BYTES?)" "$tmp/out"
 tap_result $? "unknown HAR_SLOT_BYTE: warning names HAR_SLOT_BYTES" "$tmp/out"
+# A long unknown name: the suggestion is for that name, or none, never another's.
+long=HAR_THIS_IS_A_VERY_LONG_NAME_THAT_NOBODY_WOULD_TYPE_BY_ACCIDENT_AT_ALL
+env HAR_SLOT_BYTE=1 $long=1 HAR_REDUCE_THREADS_PER_RANK_OF_THE_NODE_SEGMENT_OF_THIS_JOB_X=1 \
+    $mpi 1 "$info" > "$tmp/out" 2>&1
+grep -q "unknown variable $long ignored (har-info --variables lists the known ones)" "$tmp/out" &&
+    grep -q "unknown variable HAR_SLOT_BYTE ignored (did you mean HAR_SLOT_BYTES?)" "$tmp/out" &&
+    grep -q "unknown variable HAR_REDUCE_THREADS_PER_RANK_OF_THE_NODE_SEGMENT_OF_THIS_JOB_X ignored (" "$tmp/out" &&
+    ! grep -q "did you mean ?" "$tmp/out"
+tap_result $? "unknown names of 63 characters and more: each its own suggestion or none, never an empty one" "$tmp/out"
+# A value refused on one rank only is said by that rank, naming it.
+check "HAR_VERBOSE=loud (a per-rank setting) on rank 2 only: rank 2 says it refused it" \
+    sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] &&
+           [ "$(grep -c "warning: HAR_VERBOSE=loud refused" "$0")" = 1 ] && grep -q "^har\[2 .*HAR_VERBOSE=loud refused" "$0"' \
+    "$tmp/o" $mpi 3 sh -c 'case "$OMPI_COMM_WORLD_RANK$PMI_RANK" in 2) export HAR_VERBOSE=loud ;; esac; exec "$@"' \
+    sh "$bin/mpi/check_allreduce" --counts 7 --types int --ops sum --comms 1 --any-path
 env HAR_SLOT_BYTES=64K $mpi 1 "$info" > "$tmp/out" 2>&1
 grep -q "HAR_SLOT_BYTES *= 64K *(environment)" "$tmp/out"
 tap_result $? "har-info shows a variable's value and its source" "$tmp/out"
