@@ -179,7 +179,7 @@ static void drop(pending_t *p)
 static void take(int listener, pending_t *pending)
 {
     int conn = accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    struct ucred cred;
+    struct ucred cred = {.pid = -1, .uid = (uid_t)-1, .gid = (gid_t)-1};  /* as said if the kernel says nothing */
     if (conn < 0) return;
     if (peer_cred(conn, &cred) != 0 || cred.uid != geteuid()) {
         HAR_WARN_ONCE("refused a connection to the node segment's socket from another user (uid %u, pid %d)",
