@@ -55,6 +55,9 @@ int har_dev_fold(void *acc, const void *in, size_t n, int dtype, int op, void *s
 /* Copies 16 bytes from `peer` (another GPU's memory) to `out` with a kernel:
  * proof that this GPU can load from that one. 0 or a cudaError_t. */
 int har_dev_probe(const void *peer, void *out, void *stream);
+/* Queues an empty kernel of one thread on `stream`: har-bench's launch
+ * floor (the cost of any call that launches and waits). 0 or a cudaError_t. */
+int har_dev_empty(void *stream);
 #ifdef __cplusplus
 }
 #endif

@@ -11,7 +11,11 @@
  * as users without a CUDA-aware MPI do), and with --device, where NCCL
  * loads (HAR_NCCL names it), "nccl" (ncclAllReduce, then the stream
  * synchronised: the same blocking contract) and "nccl_ring_ll" (NCCL pinned
- * to the Ring algorithm and LL protocol).
+ * to the Ring algorithm and LL protocol), and "floor": an empty kernel
+ * launched on a stream of its own and the stream synchronised, by every
+ * rank at once, timed like the others (no data, no peers: what any call
+ * that launches and waits costs at least), with har's time as a multiple
+ * of it in the har/floor column.
  *
  * Start-up order: by default the ranks agree on their node shape with a
  * host all-reduce (through har) before they pick a GPU, as many
@@ -48,6 +52,10 @@
 #ifdef HAR_BENCH_CUDA
 #include <cuda_runtime.h>
 #include "nccl/nccl_api.h"
+#ifdef HAR_HAVE_KERNELS
+#include "cuda/kernels.h"
+#define HAR_BENCH_FLOOR 1
+#endif
 #endif
 
 typedef struct { const char *name; MPI_Datatype type; size_t size; int nccl; } type_opt_t;
@@ -57,7 +65,7 @@ static const struct { const char *name; MPI_Op op; int nccl; } op_opts[] = {
     {"sum", MPI_SUM, 0}, {"max", MPI_MAX, 2}, {"min", MPI_MIN, 3}, {"prod", MPI_PROD, 1}};
 
 /* What each candidate runs; tuning candidates are har forced to one choice. */
-typedef enum { RUN_HAR, RUN_MPI, RUN_NCCL, RUN_NCCL_RING_LL, RUN_FORCED } run_t;
+typedef enum { RUN_HAR, RUN_MPI, RUN_NCCL, RUN_NCCL_RING_LL, RUN_FORCED, RUN_FLOOR } run_t;
 typedef struct {
     const char *name;
     run_t run;
@@ -65,7 +73,7 @@ typedef struct {
     int active;           /* still timed (tuning drops clear losers) */
     int behind;           /* consecutive sizes at 4x the best or worse */
 } cand_t;
-#define MAX_CANDS 7
+#define MAX_CANDS 8
 #define MAX_SIZES 64
 static cand_t cands[MAX_CANDS];
 static int ncands;
@@ -94,6 +102,7 @@ static struct {
     har_ncclComm_t comm, ring_ll;
     cudaStream_t stream;
 } nccl;
+static cudaStream_t floor_stream;  /* blocking, as har's own */
 #endif
 
 /* A failure on this rank alone: said by it, then the job ends. */
@@ -224,8 +233,24 @@ static int one_call(const cand_t *c, const void *in, void *buf, size_t n)
         return cudaStreamSynchronize(nccl.stream) == cudaSuccess ? MPI_SUCCESS : MPI_ERR_OTHER;
 #endif
         break;
+    case RUN_FLOOR:
+        /* What any call that launches a kernel and waits for it costs at
+         * least: no data, no peers. */
+#ifdef HAR_BENCH_FLOOR
+        if (har_dev_empty(floor_stream) != 0) return MPI_ERR_OTHER;
+        return cudaStreamSynchronize(floor_stream) == cudaSuccess ? MPI_SUCCESS : MPI_ERR_OTHER;
+#endif
+        break;
     }
     return MPI_ERR_OTHER;
+}
+
+/* The index of the first candidate that runs `run`, or -1. */
+static int cand_of(run_t run)
+{
+    for (int c = 0; c < ncands; c++)
+        if (cands[c].run == run) return c;
+    return -1;
 }
 
 static void add_cand(const char *name, run_t run)
@@ -464,7 +489,13 @@ int main(int argc, char **argv)
 #ifdef HAR_BENCH_CUDA
         if (opt.device) nccl_setup();
 #endif
+#ifdef HAR_BENCH_FLOOR
+        int floor_ok = opt.device && cudaStreamCreate(&floor_stream) == cudaSuccess;
+        PMPI_Allreduce(MPI_IN_PLACE, &floor_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (floor_ok) add_cand("floor", RUN_FLOOR);
+#endif
     }
+    const int nccl_c = cand_of(RUN_NCCL), floor_c = cand_of(RUN_FLOOR);
     size_t max_n = opt.max_bytes / opt.type->size;
     if (max_n == 0) die_all("--max is smaller than one element");
     char *host = malloc(max_n * opt.type->size);
@@ -487,8 +518,8 @@ int main(int argc, char **argv)
         printf("%12s", "bytes");
         for (int c = 0; c < ncands; c++) printf(" %*s", opt.tune ? 22 : 12, cands[c].name);
         if (opt.tune) printf(" %22s\n", "fastest");
-        else printf(" %8s %9s %10s %-24s %s\n", "har/mpi", ncands > 2 ? "har/nccl" : "", "har_busbw", "har_paths",
-                    "checked");
+        else printf(" %8s %9s %9s %10s %-24s %s\n", "har/mpi", nccl_c >= 0 ? "har/nccl" : "",
+                    floor_c >= 0 ? "har/floor" : "", "har_busbw", "har_paths", "checked");
         fflush(stdout);
     }
     size_t sizes[MAX_SIZES];
@@ -514,7 +545,7 @@ int main(int argc, char **argv)
             ok[c] = one_call(&cands[c], ins[0], bufs[0], n) == MPI_SUCCESS;
             int served = (served_bits(before) & cands[c].must_serve) == cands[c].must_serve;
             from_buf(host, bufs[0], n * opt.type->size);
-            if (opt.check) ok[c] = ok[c] && verify(host, n);
+            if (opt.check && cands[c].run != RUN_FLOOR) ok[c] = ok[c] && verify(host, n);
             int agreed[2] = {ok[c], served};
             PMPI_Allreduce(MPI_IN_PLACE, agreed, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
             ok[c] = agreed[0];
@@ -558,7 +589,7 @@ int main(int argc, char **argv)
             p10[c] = round(t[c][iters / 10] * 1e9) / 1e3;
             p90[c] = round(t[c][iters * 9 / 10] * 1e9) / 1e3;
             free(t[c]);
-            if (ok[c] && (best < 0 || med[c] < med[best])) best = c;
+            if (ok[c] && cands[c].run != RUN_FLOOR && (best < 0 || med[c] < med[best])) best = c;
         }
         /* --tuning: a choice 4x slower than the best at two sizes in a row is
          * not timed at larger ones (staging and the MPI only fall further behind). */
@@ -587,10 +618,11 @@ int main(int argc, char **argv)
             if (opt.tune) {
                 printf(" %22s%s\n", best >= 0 ? cands[best].name : "-", opt.check && !all_ok ? " FAILED" : "");
             } else {
-                char vs_nccl[16] = "";
-                if (ncands > 2 && timed[2]) snprintf(vs_nccl, sizeof vs_nccl, "%.2f", med[0] / med[2]);
-                printf(" %8.2f %9s %8.2fGB %-24s %s\n", med[0] / med[1], vs_nccl, real_bytes / med[0] * 1e-3 * factor,
-                       took[0], opt.check ? (ok[0] && ok[1] ? "yes" : "FAILED") : "no");
+                char vs_nccl[16] = "", vs_floor[16] = "";
+                if (nccl_c >= 0 && timed[nccl_c]) snprintf(vs_nccl, sizeof vs_nccl, "%.2f", med[0] / med[nccl_c]);
+                if (floor_c >= 0 && timed[floor_c]) snprintf(vs_floor, sizeof vs_floor, "%.2f", med[0] / med[floor_c]);
+                printf(" %8.2f %9s %9s %8.2fGB %-24s %s\n", med[0] / med[1], vs_nccl, vs_floor,
+                       real_bytes / med[0] * 1e-3 * factor, took[0], opt.check ? (ok[0] && ok[1] ? "yes" : "FAILED") : "no");
             }
             fflush(stdout);
             for (int c = 0; csv && c < ncands; c++)
@@ -599,7 +631,8 @@ int main(int argc, char **argv)
                             cands[c].name, nranks, local_size, nnodes, opt.device ? "device" : "host",
                             cls, opt.type->name, opt.op_name, med[c], p10[c], p90[c],
                             real_bytes / med[c] * 1e-3, real_bytes / med[c] * 1e-3 * factor, took[c],
-                            opt.check ? (ok[c] ? "yes" : "FAILED") : "no", opt.out_of_place ? "no" : "yes");
+                            opt.check && cands[c].run != RUN_FLOOR ? (ok[c] ? "yes" : "FAILED") : "no",
+                            opt.out_of_place ? "no" : "yes");
         }
         if (bytes > opt.max_bytes / 2) break;
     }
@@ -609,6 +642,7 @@ int main(int argc, char **argv)
     /* Idle, so abort is a local teardown (destroy may wait for the peers). */
     if (nccl.comm) nccl.api.comm_abort(nccl.comm);
     if (nccl.ring_ll) nccl.api.comm_abort(nccl.ring_ll);
+    if (floor_stream) cudaStreamDestroy(floor_stream);
 #endif
     for (int b = 0; b < opt.buffers; b++) {
         buf_free(bufs[b]);
