@@ -118,24 +118,23 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const h
     har_status_t st = har_node_wait_all(node, "arrival");
     if (st != HAR_OK) return st;
     /* One pass over the records, each in the cache line its epoch came in. */
-    for (int r = 0; r < node->local_size; r++) {
-        const har_arrival_t *a = &har_seg_ctl(seg, r)->arrival[no & 1];
-        if (!a->bad) continue;
-        /* Every local rank fails the call here, the other nodes by the
-         * notice; the rank at fault gets the MPI's class for its buffer. */
-        har_note("%s", har_buffers_text(a->bad));
-        har_node_fail(node, HAR_ERR_BUFFER, r, "arrival");
-        return mine->bad ? HAR_ERR_BUFFER : HAR_ERR_PEER_FAILED;
-    }
-    int loaded = 1, same = 1;
+    int loaded = 1, same = 1, bad = -1;
     agreed->all_device = 1;
     agreed->ctx_ranks = 0;
     for (int r = 0; r < node->local_size; r++) {
         const har_arrival_t *a = &har_seg_ctl(seg, r)->arrival[no & 1];
+        if (a->bad && bad < 0) bad = r;
         same &= har_arrival_differs(a, mine) == HAR_OK;
         loaded &= (a->flags & HAR_ARRIVE_LOADED) != 0;
         agreed->all_device &= a->dev != 0 && (a->flags & HAR_ARRIVE_SAME);
         agreed->ctx_ranks += (a->flags & HAR_ARRIVE_CTX) != 0;
+    }
+    if (bad >= 0) {
+        /* Every local rank fails the call here, the other nodes by the
+         * notice; the rank at fault gets the MPI's class for its buffer. */
+        har_note("%s", har_buffers_text(har_seg_ctl(seg, bad)->arrival[no & 1].bad));
+        har_node_fail(node, HAR_ERR_BUFFER, bad, "arrival");
+        return mine->bad ? HAR_ERR_BUFFER : HAR_ERR_PEER_FAILED;
     }
     if (!same) return compare(node, no);
     call->loaded_me = load;
