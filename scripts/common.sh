@@ -30,6 +30,11 @@ install_deps() {
     command -v nsenter > /dev/null || need="$need util-linux"
     [ -e /usr/include/hwloc.h ] || need="$need libhwloc-dev"
     [ -e /usr/include/ucp/api/ucp.h ] || need="$need libucx-dev"
+    # tests/launch: a Slurm of the test's own, and Environment Modules
+    { command -v slurmctld > /dev/null && command -v slurmd > /dev/null && command -v srun > /dev/null; } ||
+        need="$need slurmctld slurmd slurm-client"
+    command -v munged > /dev/null || need="$need munge"
+    [ -r /usr/share/modules/init/sh ] || need="$need environment-modules"
     [ -z "$need" ] && return 0
     say "installing:$need"
     local sudo=""

@@ -202,12 +202,14 @@ extern char **environ;
 
 /* Unknown HAR_* names, with the closest known one when one is close (at
  * most a third of the name's letters differ). HAR_TEST_* names belong to
- * the test suite and its build of the library. */
+ * the test suite and its build of the library, HAR_LIBRARY to har-run and
+ * the environment module (the libhar.so to preload). */
 static void warn_unknown(void)
 {
     char known[64];
     for (char **e = environ; *e; e++) {
-        if (strncmp(*e, "HAR_", 4) != 0 || strncmp(*e, "HAR_TEST_", 9) == 0) continue;
+        if (strncmp(*e, "HAR_", 4) != 0 || strncmp(*e, "HAR_TEST_", 9) == 0 || strncmp(*e, "HAR_LIBRARY=", 12) == 0)
+            continue;
         size_t len = strcspn(*e, "="), best_d = SIZE_MAX, i;
         const char *best = NULL;
         for (i = 0; i < HAR_NVARS; i++) {
