@@ -232,8 +232,9 @@ int har_allreduce_count(const void *sbuf, void *rbuf, har_count_t count, MPI_Dat
         if (st == HAR_OK && plan.engine != HAR_PATH_MPI) st = har_comm_run(c, &call, &plan);
     }
     if (st == HAR_OK && plan.engine == HAR_PATH_MPI && ours && call.bad == HAR_BUFFERS_OVERLAP) {
-        /* The MPIs do not all catch it (Open MPI returns a wrong result):
-         * refused here on its way to the MPI, as MPICH refuses it. */
+        /* The MPIs do not all catch it (Open MPI returns success, whatever
+         * the copy's direction left): refused here on its way to the MPI,
+         * as MPICH refuses it. */
         har_log(HAR_LOG_ERROR, "MPI_Allreduce refused (MPI_ERR_BUFFER): %s", har_buffers_text(call.bad));
         rc = har_error_code(HAR_ERR_BUFFER);
         PMPI_Comm_call_errhandler(comm, rc);
