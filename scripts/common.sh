@@ -8,7 +8,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 say() { printf '== %s\n' "$*" >&2; }
 
-# Installs the Debian packages the build and the tests need, if any is missing.
+# Installs the Debian packages the build and the tests need, if any is
+# missing; "install_deps tests" also what only the tests use (Slurm,
+# Environment Modules).
 install_deps() {
     local need=""
     command -v mpicc.openmpi > /dev/null || need="$need openmpi-bin libopenmpi-dev"
@@ -31,10 +33,12 @@ install_deps() {
     [ -e /usr/include/hwloc.h ] || need="$need libhwloc-dev"
     [ -e /usr/include/ucp/api/ucp.h ] || need="$need libucx-dev"
     # tests/launch: a Slurm of the test's own, and Environment Modules
-    { command -v slurmctld > /dev/null && command -v slurmd > /dev/null && command -v srun > /dev/null; } ||
-        need="$need slurmctld slurmd slurm-client"
-    command -v munged > /dev/null || need="$need munge"
-    [ -r /usr/share/modules/init/sh ] || need="$need environment-modules"
+    if [ "${1:-}" = tests ]; then
+        { command -v slurmctld > /dev/null && command -v slurmd > /dev/null && command -v srun > /dev/null; } ||
+            need="$need slurmctld slurmd slurm-client"
+        command -v munged > /dev/null || need="$need munge"
+        [ -r /usr/share/modules/init/sh ] || need="$need environment-modules"
+    fi
     [ -z "$need" ] && return 0
     say "installing:$need"
     local sudo=""
