@@ -23,6 +23,7 @@
 typedef struct {
     int all_device;     /* every rank's buffers are on one GPU, the one its device engines use */
     int ctx_ranks;      /* ranks with a CUDA context for that GPU */
+    int pushed;         /* some rank went ahead on the push kernels: all must run them */
 } agreed_t;
 
 /* Engines built here that may serve: set up, not yet tried, or failed once
@@ -72,24 +73,31 @@ int har_call_wants_cuda(const har_node_t *node, const har_call_t *call, uint64_t
     return call->cuda && (call->in_kind != HAR_MEM_HOST || call->out_kind != HAR_MEM_HOST || har_cuda_context_current());
 }
 
-/* Ranks whose calls differ (count, datatype, op, or which call they are
- * in) are caught at the arrival, before any data moves; this names the
- * lowest local rank that differs from local rank 0, with both calls. */
+/* Ranks whose calls differ are caught at the arrival, before any data
+ * moves; this names the lowest local rank that differs from local rank 0. */
 static har_status_t compare(har_node_t *node, uint64_t no)
 {
     const har_arrival_t *first = &har_seg_ctl(&node->seg, 0)->arrival[no & 1];
     for (int r = 1; r < node->local_size; r++) {
         const har_arrival_t *a = &har_seg_ctl(&node->seg, r)->arrival[no & 1];
-        har_status_t st = har_arrival_differs(first, a);
-        if (st == HAR_OK) continue;
-        char t0[96], t1[96];
-        har_note("MPI_Allreduce differs between ranks: rank %d (world rank %d) %s, rank %d (world rank %d) %s",
-                 node->peers[0].comm_rank, node->peers[0].world_rank, har_arrival_text(first, t0, sizeof t0),
-                 node->peers[r].comm_rank, node->peers[r].world_rank, har_arrival_text(a, t1, sizeof t1));
-        har_node_fail(node, st, r, "arrival");
-        return st;
+        if (har_arrival_differs(first, a) != HAR_OK) return har_calls_differ(node, 0, first, r, a, r, "arrival");
     }
     return HAR_OK;
+}
+
+/* Posts this rank's arrival record for call `no` (with `flags`) and
+ * signals: the call's first step, for peers that wait at the arrival. */
+static har_arrival_t *post(har_comm_t *c, const har_call_t *call, uint64_t no, unsigned flags)
+{
+    har_arrival_t *mine = &har_seg_ctl(&c->node.seg, c->node.local_rank)->arrival[no & 1];
+    int on_gpu = call->gpu >= 0;
+    mine->flags = (uint8_t)(flags | (on_gpu && har_cuda_context_for(call->gpu) ? HAR_ARRIVE_CTX : 0) |
+                            (!c->surveyed || call->gpu == c->gpu.ordinal ? HAR_ARRIVE_SAME : 0));
+    mine->dev = on_gpu ? call->gpu + 1 : 0;
+    har_arrival_of(mine, call, no);
+    HAR_TEST_POINT("arrival");
+    har_seg_signal(&c->node.seg);
+    return mine;
 }
 
 /* The call's first node synchronisation: post this rank's record (and,
@@ -107,20 +115,14 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const h
         har_status_t st = e->preload(node, call, host->chunk_bytes);
         if (st != HAR_OK) return st;
     }
-    har_arrival_t *mine = &har_seg_ctl(seg, node->local_rank)->arrival[no & 1];
-    int on_gpu = call->gpu >= 0;
-    mine->flags = (load ? HAR_ARRIVE_LOADED : 0) | (on_gpu && har_cuda_context_for(call->gpu) ? HAR_ARRIVE_CTX : 0) |
-                  (!c->surveyed || call->gpu == c->gpu.ordinal ? HAR_ARRIVE_SAME : 0);
-    mine->dev = on_gpu ? call->gpu + 1 : 0;
-    har_arrival_of(mine, call, no);
-    HAR_TEST_POINT("arrival");
-    har_seg_signal(seg);
+    har_arrival_t *mine = post(c, call, no, load ? HAR_ARRIVE_LOADED : 0);
     har_status_t st = har_node_wait_all(node, "arrival");
     if (st != HAR_OK) return st;
     /* One pass over the records, each in the cache line its epoch came in. */
     int loaded = 1, same = 1, bad = -1;
     agreed->all_device = 1;
     agreed->ctx_ranks = 0;
+    agreed->pushed = 0;
     for (int r = 0; r < node->local_size; r++) {
         const har_arrival_t *a = &har_seg_ctl(seg, r)->arrival[no & 1];
         if (a->bad && bad < 0) bad = r;
@@ -128,6 +130,7 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const h
         loaded &= (a->flags & HAR_ARRIVE_LOADED) != 0;
         agreed->all_device &= a->dev != 0 && (a->flags & HAR_ARRIVE_SAME);
         agreed->ctx_ranks += (a->flags & HAR_ARRIVE_CTX) != 0;
+        agreed->pushed |= (a->flags & HAR_ARRIVE_PUSHED) != 0;
     }
     if (bad >= 0) {
         /* Every local rank fails the call here, the other nodes by the
@@ -159,6 +162,18 @@ static void setup(har_comm_t *c, int e, const agreed_t *agreed)
         s->state = har_engines[e]->setup(&c->node, c->surveyed ? &c->gpu : NULL, &s->impl);
     }
     s->ctx_ranks = agreed->ctx_ranks;
+}
+
+/* The push kernels' plan, if the plan picks them for device buffers on
+ * every local rank and they are set up. */
+static int push_plan(const har_comm_t *c, har_plan_in_t in, har_plan_t *plan)
+{
+    in.on_device = 1;
+    in.shared_gpu = c->gpu.shared_gpu;
+    in.cls = c->gpu.cls;
+    in.engines = engines_on_offer(c, 0);
+    *plan = har_plan(&in, &c->set);
+    return (plan->paths & HAR_BIT(PUSH)) && c->eng[plan->engine].state == HAR_ENGINE_READY;
 }
 
 har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan)
@@ -193,14 +208,31 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
                         call->red.dev_type, call->red.dev_op, har_engine_set(), engines_on_offer(c, 0), forced,
                         c->host_cls, call->in_kind == HAR_MEM_HOST && call->out_kind == HAR_MEM_HOST};
     har_plan_t host = har_plan(&in, &c->set);
-    agreed_t agreed = {0, 0};
+    agreed_t agreed = {0, 0, 0};
     if (!c->cuda_node) {
         *plan = host;
         if (plan->engine == HAR_PATH_MPI) return HAR_OK;
         return arrive(c, call, no, &host, 1, &agreed);
     }
+    /* Where this rank's buffers are on the kernels' GPU and the plan picks
+     * the push kernels, it goes ahead without waiting for its peers (the
+     * kernels wait for each other); its record tells a peer that waits at
+     * the arrival (its buffers are elsewhere) to join. Every other way
+     * waits for every record. */
+    int ahead = c->surveyed && node->nnodes == 1 && call->in_kind == HAR_MEM_DEVICE &&
+                call->out_kind == HAR_MEM_DEVICE && call->gpu == c->gpu.ordinal && !call->bad;
+    if (ahead && push_plan(c, in, plan)) {
+        post(c, call, no, HAR_ARRIVE_PUSHED);
+        return HAR_OK;
+    }
     har_status_t st = arrive(c, call, no, &host, call->in_kind == HAR_MEM_HOST, &agreed);
     if (st != HAR_OK) return st;
+    if (agreed.pushed) {
+        if (push_plan(c, in, plan)) return HAR_OK;
+        har_note("a local rank went ahead on the push kernels, which this rank cannot run");
+        har_node_fail(node, HAR_ERR_INTERNAL, -1, "arrival");
+        return HAR_ERR_INTERNAL;
+    }
     if (!agreed.all_device) {
         *plan = host;  /* the same inputs as before the arrival */
         return HAR_OK;

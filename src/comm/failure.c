@@ -12,6 +12,7 @@
 #include "comm/node.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "host/reduce.h"
 
 #define NOTICE_TAG 0x6173  /* har's own communicators carry nothing else but the ring's */
 
@@ -69,6 +70,19 @@ void har_node_fail(har_node_t *node, har_status_t st, int culprit, const char *s
     int who = culprit >= 0 ? culprit : st == HAR_ERR_TIMEOUT ? -1 : node->local_rank;
     int rank = who < 0 ? -1 : node->peers ? node->peers[who].comm_rank : who == node->local_rank ? node->rank : -1;
     har_node_blame(node, st, rank, who >= 0 && node->peers ? node->peers[who].world_rank : -1, har_host(), step);
+}
+
+har_status_t har_calls_differ(har_node_t *node, int r0, const har_arrival_t *a0, int r1, const har_arrival_t *a1,
+                              int culprit, const char *step)
+{
+    har_status_t st = har_arrival_differs(a0, a1);
+    char t0[96], t1[96];
+    har_note("MPI_Allreduce differs between ranks: rank %d (world rank %d) %s, rank %d (world rank %d) %s",
+             node->peers[r0].comm_rank, node->peers[r0].world_rank,
+             har_reduce_text(a0->count, a0->type, a0->op, a0->call, t0, sizeof t0), node->peers[r1].comm_rank,
+             node->peers[r1].world_rank, har_reduce_text(a1->count, a1->type, a1->op, a1->call, t1, sizeof t1));
+    har_node_fail(node, st, culprit, step);
+    return st;
 }
 
 void har_node_blame(har_node_t *node, har_status_t st, int rank, int world_rank, const char *host, const char *step)

@@ -47,12 +47,14 @@ enum { LOCAL = 0, RANK0 = 1 };
       "bytes of each rank's data slot in the CUDA IPC segment (two per rank, GPU memory)")      \
     X(device_one_shot_max, HAR_T_SIZE, "256K", RANK0, 0, 1ll << 50, NULL,                       \
       "largest message on device buffers reduced one-shot on a single node")                    \
+    X(device_push_max, HAR_T_SIZE, "64K", RANK0, 0, 4 << 20, NULL,                              \
+      "largest one-shot message on device buffers that the push kernels serve on a single node (no barrier, no host step; each rank keeps 2 x ranks x this much GPU memory for it); 0: never") \
     X(device_host_max, HAR_T_SIZE, "128K", RANK0, 0, 1ll << 50, NULL,                           \
       "where no tuning-table row fits, device messages across nodes of at most this size go through the host segment (one copy each way) rather than the kernels; 0: never") \
     X(device_pipeline, HAR_T_BOOL, "1", LOCAL, 0, 1, NULL,                                      \
       "across nodes, device chunks overlap: the GPU reduces and copies the next while the host carries one between nodes; 0: one at a time (to compare)") \
     X(algo, HAR_T_CHOICE, "auto", RANK0, 0, 0, "plan",                                          \
-      "auto (tuning table, then thresholds), or path names joined by + that every call must show where a plan can: mpi, host_segment, ipc, nccl, one_shot, two_shot") \
+      "auto (tuning table, then thresholds), or path names joined by + that every call must show where a plan can: mpi, host_segment, ipc, nccl, one_shot, two_shot, push") \
     X(tuning, HAR_T_STR, "builtin", RANK0, 0, 0, NULL,                                          \
       "builtin (the shipped table), none (thresholds only), or a table file written by har-bench --tuning") \
     X(nccl, HAR_T_STR, "libnccl.so.2", LOCAL, 0, 0, NULL,                                       \
@@ -159,6 +161,6 @@ HAR_HIDDEN double har_parse_size(const char *text);
 /* The names a choice may use: the engines (the MPI among them) and shots. */
 #define HAR_ENGINE_BIT(id, name, built, doc) | HAR_BIT(id)
 #define HAR_ENGINE_BITS (0 HAR_ENGINE_LIST(HAR_ENGINE_BIT))
-#define HAR_CHOICE_NAMES (HAR_ENGINE_BITS | HAR_BIT(MPI) | HAR_BIT(ONE_SHOT) | HAR_BIT(TWO_SHOT))
+#define HAR_CHOICE_NAMES (HAR_ENGINE_BITS | HAR_BIT(MPI) | HAR_BIT(ONE_SHOT) | HAR_BIT(TWO_SHOT) | HAR_BIT(PUSH))
 
 #endif

@@ -18,6 +18,13 @@
  * nothing: an application's kernel holding multiprocessors delays the
  * call, and a peer that never comes is caught by the abort flag.
  *
+ * Small calls on one node (up to HAR_DEVICE_PUSH_MAX) take the push
+ * kernels instead: no rank waits for its peers on the host before it
+ * launches (comm/call.c lets it go ahead), each pushes its input into every
+ * peer's push area with the call's number beside it, and the host learns
+ * the end from flags the kernel writes to mapped host memory, not from the
+ * stream. Their area sits between the flag area and the slots.
+ *
  * Across nodes a chunk is reduced to this rank's shard by one kernel,
  * copied to pinned host memory, carried between nodes by the transport,
  * copied back and gathered by a second kernel. The chunks are pipelined:
@@ -37,6 +44,15 @@
 #include "cuda/stream.h"
 #include "engine.h"
 #include "inter/inter.h"
+
+/* What the push kernels write to host memory: per block, its last call
+ * done, and the record of a peer whose call differed. */
+typedef struct {
+    uint64_t done[HAR_DEV_PUSH_BLOCKS];
+    uint64_t differs[4 * HAR_DEV_PUSH_BLOCKS];
+} push_host_t;
+
+#define PUSH_LINES ((size_t)HAR_DEV_MAX_RANKS * HAR_DEV_PUSH_BLOCKS * HAR_DEV_LINE)
 
 typedef struct {
     int nranks, me, gpu;                 /* gpu: ordinal here of the GPU the segment is on */
@@ -60,6 +76,15 @@ typedef struct {
     int dtype, op;                       /* the call in progress, for them */
     uint64_t epoch;                      /* device barriers used; the same on every rank */
     unsigned seq;                        /* chunks so far: which slot is next; the same on every rank */
+    size_t slots_at;                     /* where the data slots start in a segment */
+    /* The push kernels (kernels.cu): their area in every segment, per call
+     * parity the (writer, block) lines then a data region per writer. */
+    size_t push_region, push_parity;     /* bytes per writer (0: no push area), per parity */
+    int push_blocks;                     /* their grid: the same on every rank */
+    uint64_t push_seq;                   /* push calls so far; the same on every rank */
+    push_host_t *push_host, *push_host_dev;  /* pinned and mapped: what the kernels tell the host */
+    char *push_stage;                    /* device: a joining rank's input and output where its buffers are not
+                                          * on this GPU (two regions), on first need */
 } ipc_t;
 
 /* Pinned host memory on the GPU's NUMA node: the copies between them cross
@@ -97,6 +122,8 @@ static void ipc_destroy(void *engine)
     if (d->base) cudaFree(d->base);
     if (d->stream) cudaStreamDestroy(d->stream);
     if (d->abort_host) cudaFreeHost((void *)d->abort_host);
+    if (d->push_host) cudaFreeHost(d->push_host);
+    if (d->push_stage) cudaFree(d->push_stage);
     for (int i = 0; i < 2; i++) {
         unpinned_free(d->stage[i], d->slot_bytes);
         if (d->out[i]) cudaEventDestroy(d->out[i]);
@@ -205,23 +232,32 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         d->slot_bytes = (size_t)node->set->device_slot_bytes;
         d->nslots = node->nnodes > 1 ? 3 : 2;
         d->numa = har_pci_numa_node("/sys", gpu->bus);
-        size_t bytes = HAR_DEV_FLAG_BYTES + (size_t)d->nslots * d->slot_bytes;
+        /* The push area only on one node: across nodes the pipeline serves. */
+        d->push_region = node->nnodes == 1 ? (size_t)node->set->device_push_max : 0;
+        d->push_parity = d->push_region ? (PUSH_LINES + d->nranks * d->push_region + 4095) / 4096 * 4096 : 0;
+        d->slots_at = HAR_DEV_FLAG_BYTES + 2 * d->push_parity;
+        size_t bytes = d->slots_at + (size_t)d->nslots * d->slot_bytes;
         uint32_t pattern[4] = {0x68617221u, (uint32_t)d->me, 0, 0};
         ok = har_gpu_enter(d->gpu, &scope) == HAR_OK &&
              har_gpu_check(cudaStreamCreateWithFlags(&d->stream, cudaStreamDefault), "cudaStreamCreate") == HAR_OK &&
              har_gpu_check(cudaMalloc((void **)&d->base, bytes), "cudaMalloc (CUDA IPC segment)") == HAR_OK &&
-             har_gpu_check(cudaMemset(d->base, 0, HAR_DEV_FLAG_BYTES), "cudaMemset") == HAR_OK &&
+             har_gpu_check(cudaMemset(d->base, 0, d->slots_at), "cudaMemset") == HAR_OK &&
              har_gpu_check(cudaMemcpy(d->base + HAR_DEV_PROBE_OFFSET, pattern, 16, cudaMemcpyHostToDevice),
                            "cudaMemcpy") == HAR_OK &&
              har_gpu_check(cudaIpcGetMemHandle(&mine.handle, d->base), "cudaIpcGetMemHandle") == HAR_OK &&
              har_gpu_check(cudaHostAlloc((void **)&d->abort_host, sizeof(int), cudaHostAllocMapped),
                            "cudaHostAlloc") == HAR_OK &&
              har_gpu_check(cudaHostGetDevicePointer((void **)&d->abort_dev, (void *)d->abort_host, 0),
-                           "mapped abort flag") == HAR_OK;
+                           "mapped abort flag") == HAR_OK &&
+             har_gpu_check(cudaHostAlloc((void **)&d->push_host, sizeof *d->push_host, cudaHostAllocMapped),
+                           "cudaHostAlloc") == HAR_OK &&
+             har_gpu_check(cudaHostGetDevicePointer((void **)&d->push_host_dev, d->push_host, 0),
+                           "mapped push flags") == HAR_OK;
         if (!ok) snprintf(why, sizeof why, "a CUDA call failed (above), %zu bytes of GPU memory asked", bytes);
         else ok = (d->max_blocks = safe_grid(node, gpu, why, sizeof why)) > 0;
         if (ok) {
             *d->abort_host = 0;
+            memset(d->push_host, 0, sizeof *d->push_host);
             d->peer[d->me] = d->base;
         }
     }
@@ -240,6 +276,7 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         if (!ok) snprintf(why, sizeof why, "exchanging the IPC handles failed");
         for (int r = 0; ok && r < node->local_size; r++)
             if (offers[r].grid < d->max_blocks) d->max_blocks = offers[r].grid;
+        d->push_blocks = d->max_blocks < HAR_DEV_PUSH_BLOCKS ? d->max_blocks : HAR_DEV_PUSH_BLOCKS;
         ok = ok && map_peers(d, offers, why, sizeof why);
         ok = !har_node_failed(node) && har_node_agree(node, ok, 0, what, why, instead);
     }
@@ -251,7 +288,7 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
     }
     HAR_LOG(HAR_LOG_DEBUG, "CUDA IPC engine: %d local ranks, GPU %d (%s, NUMA node %d), %zu bytes of GPU memory per "
             "rank, kernels of at most %d blocks", d->nranks, d->gpu, gpu->bus, d->numa,
-            HAR_DEV_FLAG_BYTES + (size_t)d->nslots * d->slot_bytes, d->max_blocks);
+            d->slots_at + (size_t)d->nslots * d->slot_bytes, d->max_blocks);
     *engine = d;
     return HAR_ENGINE_READY;
 }
@@ -265,7 +302,7 @@ static void next_chunk(ipc_t *d, const har_call_t *call, size_t chunk, size_t do
     a->in = call->in + done * a->elem;
     a->out = call->out + done * a->elem;
     size_t slot = d->seq++ % (unsigned)d->nslots;
-    for (int r = 0; r < d->nranks; r++) a->slot[r] = d->peer[r] + HAR_DEV_FLAG_BYTES + slot * d->slot_bytes;
+    for (int r = 0; r < d->nranks; r++) a->slot[r] = d->peer[r] + d->slots_at + slot * d->slot_bytes;
 }
 
 /* A barrier passes once every peer's flag holds at least its epoch, so the
@@ -414,20 +451,100 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
     return har_gpu_wait(d->stream, node, &watch, "device");
 }
 
+/* A push call in flight, as the host waits for it. */
+typedef struct {
+    const push_host_t *flags;
+    uint64_t seq;
+    int blocks;
+} push_wait_t;
+
+static int push_done(void *ctx)
+{
+    const push_wait_t *w = ctx;
+    for (int b = 0; b < w->blocks; b++)
+        if (((volatile const uint64_t *)w->flags->done)[b] != w->seq) return 0;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);  /* the records of differences after the flags */
+    return 1;
+}
+
+/* One call by the push kernels (kernels.cu). Nothing waits for the peers
+ * before the launch: the kernels do, and the host waits for their flags.
+ * A rank whose buffers are not on this GPU (it joined peers that went
+ * ahead: comm/call.c) runs the same kernel on copies. */
+static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call)
+{
+    har_push_args_t a;
+    memset(&a, 0, sizeof a);
+    size_t bytes = call->bytes;
+    int here = call->in_kind == HAR_MEM_DEVICE && call->out_kind == HAR_MEM_DEVICE && call->gpu == d->gpu;
+    har_status_t st = HAR_OK;
+    a.in = call->in;
+    a.out = call->out;
+    if (!here) {
+        if (!d->push_stage)
+            st = har_gpu_check(cudaMalloc((void **)&d->push_stage, 2 * d->push_region), "cudaMalloc (push staging)");
+        if (st == HAR_OK) st = har_mem_copy(d->push_stage, HAR_MEM_DEVICE, call->in, call->in_kind, bytes);
+        a.in = d->push_stage;
+        a.out = d->push_stage + d->push_region;
+    }
+    uint64_t seq = ++d->push_seq;
+    size_t parity = (size_t)(seq & 1) * d->push_parity;
+    for (int r = 0; r < d->nranks; r++) {
+        a.lines[r] = d->peer[r] + HAR_DEV_FLAG_BYTES + parity;
+        a.data[r] = a.lines[r] + PUSH_LINES;
+    }
+    a.region = d->push_region;
+    a.n = call->count;
+    a.elem = call->red.elem_size;
+    a.nranks = d->nranks;
+    a.me = d->me;
+    a.dtype = call->red.dev_type;
+    a.op = call->red.dev_op;
+    a.aligned = ((uintptr_t)a.in | (uintptr_t)a.out) % 16 == 0;
+    a.seq = seq;
+    a.count = call->count;
+    a.sig = har_dev_push_sig(call->red.type_code, call->red.dev_op, (uint32_t)node->call);
+    a.abort = d->abort_dev;
+    a.done = d->push_host_dev->done;
+    a.differs = d->push_host_dev->differs;
+    if (st == HAR_OK) st = har_gpu_check(har_dev_push(&a, d->push_blocks, d->stream), "kernel launch");
+    if (st != HAR_OK) return st;  /* never pushed: its peers wait until the caller fails the segment */
+    har_gpu_watch_t watch = {NULL, stop_kernels, d};
+    push_wait_t w = {d->push_host, seq, d->push_blocks};
+    st = har_gpu_wait_flags(d->stream, push_done, &w, node, &watch, "device");
+    for (int b = 0; st == HAR_OK && b < d->push_blocks; b++) {
+        const volatile uint64_t *rec = d->push_host->differs + 4 * b;
+        if (rec[0] != seq) continue;
+        har_arrival_t mine, theirs;
+        har_arrival_of(&mine, call, node->call);
+        theirs = mine;
+        theirs.count = rec[2];
+        theirs.type = (uint16_t)(rec[3] >> 40);
+        theirs.op = (int8_t)(rec[3] >> 32);
+        theirs.call = (uint32_t)rec[3];
+        int peer = (int)rec[1];
+        return har_calls_differ(node, d->me, &mine, peer, &theirs, peer, "push");
+    }
+    if (st == HAR_OK && !here) st = har_mem_copy(call->out, call->out_kind, a.out, HAR_MEM_DEVICE, bytes);
+    return st;
+}
+
 static har_status_t ipc_run(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan)
 {
     ipc_t *d = engine;
     har_gpu_scope_t scope;
     har_status_t st = har_gpu_enter(d->gpu, &scope);
-    if (st == HAR_OK) st = run_chunks(d, node, call, plan);
+    if (st == HAR_OK) st = plan->paths & HAR_BIT(PUSH) ? run_push(d, node, call) : run_chunks(d, node, call, plan);
     har_gpu_leave(&scope);
     return st;
 }
 
 /* The kernels reduce the 32- and 64-bit types with every op; a device
- * segment serves at most HAR_DEV_MAX_RANKS ranks (its flag area). */
+ * segment serves at most HAR_DEV_MAX_RANKS ranks (its flag area). Push is
+ * its one-shot on one node up to HAR_DEVICE_PUSH_MAX. */
 const har_engine_t har_engine_ipc = {
-    .can = {.path = HAR_PATH_IPC, .takes = HAR_TAKES_DEVICE, .shots = HAR_BIT(ONE_SHOT) | HAR_BIT(TWO_SHOT),
+    .can = {.path = HAR_PATH_IPC, .takes = HAR_TAKES_DEVICE,
+            .shots = HAR_BIT(ONE_SHOT) | HAR_BIT(TWO_SHOT) | HAR_BIT(PUSH),
             .kernel_types = 1, .across = HAR_BIT(RAILS), .shared_gpu = 1, .max_local = HAR_DEV_MAX_RANKS,
             .rank = 1, .device_slot = 1, .first_from = HAR_NO_SETTING, .first_across_max = HAR_NO_SETTING,
             .one_shot_max = offsetof(har_settings_t, device_one_shot_max)},

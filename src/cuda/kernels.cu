@@ -1,11 +1,15 @@
-// Reduction kernels over CUDA IPC-mapped peer memory.
+// Reduction kernels over CUDA IPC-mapped peer memory, in two families.
 //
-// One kernel per chunk. Each block owns the same sub-ranges on every rank,
-// and synchronises only with the same block index on the peers: a flag line
-// per (writer, block) in the reader's own memory, written remotely with a
-// system-scope release after the block's data, polled locally with acquire.
-// The host has seen every peer arrive before launching, so no block spins on
-// a peer that has not started the call.
+// The barrier kernels: one kernel per chunk. Each block owns the same
+// sub-ranges on every rank, and synchronises only with the same block index
+// on the peers: a flag line per (writer, block) in the reader's own memory,
+// written remotely with a system-scope release after the block's data,
+// polled locally (relaxed loads, then an acquire fence). The host has seen
+// every peer arrive before launching, so no block spins on a peer that has
+// not started the call.
+//
+// The push kernels (further down): one-shot calls on one node that no host
+// step precedes; their blocks wait only for their peers' data.
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <type_traits>
@@ -19,12 +23,17 @@ __device__ __forceinline__ void store_release_sys(uint64_t *p, uint64_t v)
     asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
-__device__ __forceinline__ uint64_t load_acquire_sys(const uint64_t *p)
+// Polls are relaxed loads, and one acquire fence follows the last: the
+// same order as an acquiring load in the loop without its cost on every
+// spin (8 ranks under MPS: 33 us a call, against 40-45 with ld.acquire).
+__device__ __forceinline__ uint64_t load_relaxed_sys(const uint64_t *p)
 {
     uint64_t v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
+
+__device__ __forceinline__ void acquire_fence_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
 
 __device__ __forceinline__ uint64_t *flag(char *area, int writer, int block)
 {
@@ -44,9 +53,10 @@ __device__ bool barrier(const har_dev_args_t &a, uint64_t e)
             if (p != a.me) store_release_sys(flag(a.flags[p], a.me, blockIdx.x), e);
         for (int p = 0; p < a.nranks && !stop; p++) {
             if (p == a.me) continue;
-            for (unsigned spins = 1; load_acquire_sys(flag(a.flags[a.me], p, blockIdx.x)) < e; spins++)
+            for (unsigned spins = 1; load_relaxed_sys(flag(a.flags[a.me], p, blockIdx.x)) < e; spins++)
                 if ((spins & 1023) == 0 && *a.abort) { stop = 1; break; }
         }
+        acquire_fence_sys();
     }
     __syncthreads();
     return !stop;
@@ -181,6 +191,127 @@ template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS)
     }
 }
 
+// ---- The push kernels: one-shot with no barrier and no host step ----
+//
+// Block b of every rank owns the same range of the vector. It stores its
+// input's range into its own region of every peer's data area (the area of
+// the call's parity), then, for each peer, its (writer, block) line there:
+// the count and signature, and last the call's number with a system-scope
+// release. It then waits, in its own memory, for the same block's line of
+// every peer to hold the call's number (acquire), checks that the peer's
+// count and signature are its own, and reduces the range from its input and
+// the peers' regions, in rank order, into the output. No block waits for
+// anything but its peers' data for this call.
+//
+// Two areas alternate by call parity, and a writer cannot overwrite a
+// region its reader has not finished with: a rank writes call k+2 only
+// after its call k+1 ended, which needed every peer's call k+1 data, which
+// each peer pushes from a kernel queued after its call k kernel, the reader
+// of call k's region, has ended. So a line holds k-2 or k when call k
+// looks, never a later number, and nobody re-arms it.
+//
+// A peer whose count or signature differs is recorded for the host
+// (a->differs) and the block writes nothing. A block waits for ever only
+// if the host never sets the abort flag: it does on a time-out, a dead
+// peer or a failure heard elsewhere (stream.c's waits).
+
+__device__ __forceinline__ uint64_t *push_line(char *lines, int writer, int block)
+{
+    return (uint64_t *)(lines + ((size_t)writer * HAR_DEV_PUSH_BLOCKS + block) * HAR_DEV_LINE);
+}
+
+__device__ __forceinline__ uint64_t load_volatile(const uint64_t *p) { return *(const volatile uint64_t *)p; }
+
+// Stores src[off, off+len) into every peer's region for this rank: each
+// vector loaded once and stored nranks-1 times.
+template <typename T> __device__ void push_range(const har_push_args_t &a, size_t off, size_t len, bool vec)
+{
+    constexpr int V = 16 / sizeof(T);
+    const size_t mine = (size_t)a.me * a.region;
+    size_t done = 0;
+    if (vec) {
+        size_t nvec = len / V;
+        for (size_t v0 = threadIdx.x; v0 < nvec; v0 += BATCH * blockDim.x) {
+            uint4 x[BATCH];
+#pragma unroll
+            for (int b = 0; b < BATCH; b++) {
+                size_t v = v0 + b * blockDim.x;
+                if (v < nvec) x[b] = *(const uint4 *)(a.in + (off + v * V) * sizeof(T));
+            }
+            for (int p = 0; p < a.nranks; p++) {
+                if (p == a.me) continue;
+#pragma unroll
+                for (int b = 0; b < BATCH; b++) {
+                    size_t v = v0 + b * blockDim.x;
+                    if (v < nvec) *(uint4 *)(a.data[p] + mine + (off + v * V) * sizeof(T)) = x[b];
+                }
+            }
+        }
+        done = nvec * V;
+    }
+    for (size_t i = done + threadIdx.x; i < len; i += blockDim.x) {
+        T x = ((const T *)a.in)[off + i];
+        for (int p = 0; p < a.nranks; p++)
+            if (p != a.me) ((T *)(a.data[p] + mine))[off + i] = x;
+    }
+}
+
+template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS) push(har_push_args_t a)
+{
+    __shared__ int stop, differs;
+    size_t off, len;
+    har_shard(a.n, a.elem, gridDim.x, blockIdx.x, &off, &len);
+    const bool vec = a.aligned;
+    push_range<T>(a, off, len, vec);
+    if (threadIdx.x == 0) stop = 0, differs = 0;
+    __syncthreads();  // the whole block's stores come before thread 0's releases
+    if (threadIdx.x == 0) {
+        __threadfence_system();
+        for (int p = 0; p < a.nranks; p++) {
+            if (p == a.me) continue;
+            uint64_t *line = push_line(a.lines[p], a.me, blockIdx.x);
+            *(volatile uint64_t *)(line + 1) = a.count;
+            *(volatile uint64_t *)(line + 2) = a.sig;
+            store_release_sys(line, a.seq);
+        }
+    }
+    // One thread per peer waits for its line: the peers are waited for at once.
+    const int p = threadIdx.x;
+    if (p < a.nranks && p != a.me) {
+        const uint64_t *line = push_line(a.lines[a.me], p, blockIdx.x);
+        for (unsigned spins = 1; load_relaxed_sys(line) != a.seq; spins++) {
+            if ((spins & 1023) == 0 && (*a.abort || *(volatile int *)&stop)) {
+                stop = 1;
+                break;
+            }
+        }
+        acquire_fence_sys();
+        if (!stop) {
+            uint64_t count = load_volatile(line + 1), sig = load_volatile(line + 2);
+            if ((count != a.count || sig != a.sig) && atomicCAS(&differs, 0, 1) == 0) {
+                volatile uint64_t *record = a.differs + 4 * blockIdx.x;  // one peer per block, one writer
+                record[1] = (uint64_t)p;
+                record[2] = count;
+                record[3] = sig;
+                record[0] = a.seq;  // ordered before done by the fence below
+            }
+        }
+    }
+    __syncthreads();  // the acquires above come before every thread's loads of the peers' data
+    if (stop) return;
+    if (!differs) {
+        char *src[HAR_DEV_MAX_RANKS];
+        for (int r = 0; r < a.nranks; r++)
+            src[r] = r == a.me ? (char *)a.in : a.data[a.me] + (size_t)r * a.region;
+        reduce_range<T, OP>(a.out, src, a.nranks, off, len, vec);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence_system();  // the output, and any record of a difference, before the host sees done
+        *(volatile uint64_t *)&a.done[blockIdx.x] = a.seq;
+    }
+}
+
 __global__ void probe(const uint4 *peer, uint4 *out) { *out = __ldcv(peer); }  // not from any cache
 
 // acc[i] = acc[i] op in[i]: a block the ring received, folded in where it is.
@@ -224,7 +355,13 @@ template <typename T, int OP> int launch_one(const har_dev_args_t *a, int blocks
     return (int)cudaGetLastError();
 }
 
-template <typename T> int launch_int(const har_dev_args_t *a, int blocks, cudaStream_t s)
+template <typename T, int OP> int launch_one(const har_push_args_t *a, int blocks, cudaStream_t s)
+{
+    push<T, OP><<<blocks, HAR_DEV_THREADS, 0, s>>>(*a);
+    return (int)cudaGetLastError();
+}
+
+template <typename T, typename A> int launch_int(const A *a, int blocks, cudaStream_t s)
 {
     switch (a->op) {
     case HAR_OP_SUM: return launch_one<T, HAR_OP_SUM>(a, blocks, s);
@@ -241,7 +378,7 @@ template <typename T> int launch_int(const har_dev_args_t *a, int blocks, cudaSt
     return (int)cudaErrorInvalidValue;
 }
 
-template <typename T> int launch_float(const har_dev_args_t *a, int blocks, cudaStream_t s)
+template <typename T, typename A> int launch_float(const A *a, int blocks, cudaStream_t s)
 {
     switch (a->op) {
     case HAR_OP_SUM: return launch_one<T, HAR_OP_SUM>(a, blocks, s);
@@ -256,7 +393,7 @@ template <typename T> int launch_float(const har_dev_args_t *a, int blocks, cuda
 // the least over the instantiations listed (-1 if the runtime cannot say).
 template <typename T, int... OPS> int fewest_resident()
 {
-    const void *kernels[] = {(const void *)allreduce<T, OPS>...};
+    const void *kernels[] = {(const void *)allreduce<T, OPS>..., (const void *)push<T, OPS>...};
     int least = 1 << 30;
     for (const void *k : kernels) {
         int n = 0;
@@ -297,7 +434,8 @@ extern "C" int har_dev_blocks(size_t bytes, int max_blocks)
     return blocks < 1 ? 1 : blocks > (size_t)max_blocks ? max_blocks : (int)blocks;
 }
 
-extern "C" int har_dev_launch(const har_dev_args_t *a, int blocks, void *stream)
+// Either kernel family, by its arguments' type.
+template <typename A> int launch_any(const A *a, int blocks, void *stream)
 {
     cudaStream_t s = (cudaStream_t)stream;
     switch (a->dtype) {
@@ -310,6 +448,10 @@ extern "C" int har_dev_launch(const har_dev_args_t *a, int blocks, void *stream)
     }
     return (int)cudaErrorInvalidValue;
 }
+
+extern "C" int har_dev_launch(const har_dev_args_t *a, int blocks, void *stream) { return launch_any(a, blocks, stream); }
+
+extern "C" int har_dev_push(const har_push_args_t *a, int blocks, void *stream) { return launch_any(a, blocks, stream); }
 
 extern "C" int har_dev_fold(void *acc, const void *in, size_t n, int dtype, int op, void *stream)
 {

@@ -28,18 +28,22 @@ void har_gpu_leave(const har_gpu_scope_t *scope)
     if (scope->switched) har_cuda_context_restore(scope->saved);
 }
 
-/* Waits for a stream, or for an event recorded on it. */
-static har_status_t wait_for(cudaStream_t s, cudaEvent_t ev, har_node_t *node, const har_gpu_watch_t *watch,
-                             const char *step)
+/* Waits until `done` says so (1; a negative cudaError_t fails). Spins
+ * first: the common case ends within microseconds. */
+static har_status_t wait_until(int (*done)(void *ctx), void *ctx, cudaStream_t s, har_node_t *node,
+                               const har_gpu_watch_t *watch, const char *step)
 {
     double started = har_seg_now();
     for (unsigned long i = 0;; i++) {
-        cudaError_t e = ev ? cudaEventQuery(ev) : cudaStreamQuery(s);
-        if (e == cudaSuccess) return HAR_OK;
-        if (e != cudaErrorNotReady) return har_gpu_check(e, step);
-        if (i < 4096) continue;  /* the common case: done within microseconds */
+        int r = done(ctx);
+        if (r > 0) return HAR_OK;
+        if (r < 0) return har_gpu_check(-r, step);
+        if (i < 4096) continue;
         sched_yield();
         if (i % 256) continue;
+        /* A kernel that faulted never writes its flags: the stream says so. */
+        cudaError_t e = cudaStreamQuery(s);
+        if (e != cudaSuccess && e != cudaErrorNotReady) return har_gpu_check(e, step);
         har_status_t st = har_node_check(node, started, step);
         if (st == HAR_OK && watch->poll) st = watch->poll(watch->ctx);
         if (st != HAR_OK) {
@@ -51,13 +55,23 @@ static har_status_t wait_for(cudaStream_t s, cudaEvent_t ev, har_node_t *node, c
     }
 }
 
+static int cuda_done(cudaError_t e) { return e == cudaSuccess ? 1 : e == cudaErrorNotReady ? 0 : -(int)e; }
+static int stream_done(void *s) { return cuda_done(cudaStreamQuery((cudaStream_t)s)); }
+static int event_done(void *ev) { return cuda_done(cudaEventQuery((cudaEvent_t)ev)); }
+
 har_status_t har_gpu_wait(void *stream, har_node_t *node, const har_gpu_watch_t *watch, const char *step)
 {
-    return wait_for((cudaStream_t)stream, NULL, node, watch, step);
+    return wait_until(stream_done, stream, (cudaStream_t)stream, node, watch, step);
 }
 
 har_status_t har_gpu_wait_event(void *stream, void *event, har_node_t *node, const har_gpu_watch_t *watch,
                                 const char *step)
 {
-    return wait_for((cudaStream_t)stream, (cudaEvent_t)event, node, watch, step);
+    return wait_until(event_done, event, (cudaStream_t)stream, node, watch, step);
+}
+
+har_status_t har_gpu_wait_flags(void *stream, int (*done)(void *ctx), void *ctx, har_node_t *node,
+                                const har_gpu_watch_t *watch, const char *step)
+{
+    return wait_until(done, ctx, (cudaStream_t)stream, node, watch, step);
 }

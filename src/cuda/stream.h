@@ -30,6 +30,10 @@ HAR_HIDDEN har_status_t har_gpu_wait(void *stream, har_node_t *node, const har_g
 /* The same for `event` (a cudaEvent_t recorded on `stream`). */
 HAR_HIDDEN har_status_t har_gpu_wait_event(void *stream, void *event, har_node_t *node, const har_gpu_watch_t *watch,
                                            const char *step);
+/* The same until `done(ctx)` returns 1 (flags a kernel on `stream` writes
+ * to mapped host memory: no stream query on the common path). */
+HAR_HIDDEN har_status_t har_gpu_wait_flags(void *stream, int (*done)(void *ctx), void *ctx, har_node_t *node,
+                                           const har_gpu_watch_t *watch, const char *step);
 /* HAR_OK, or HAR_ERR_CUDA after logging what failed (and clearing a
  * non-sticky error: har leaves no error behind for the application). */
 HAR_HIDDEN har_status_t har_gpu_check(int cuda_error, const char *what);

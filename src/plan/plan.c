@@ -16,6 +16,7 @@ void har_settings_from(const har_config_t *cfg, har_settings_t *s)
     s->one_shot_max = cfg->v[HAR_V_one_shot_max].i;
     s->device_slot_bytes = (cfg->v[HAR_V_device_slot_bytes].i + 4095) / 4096 * 4096;
     s->device_one_shot_max = cfg->v[HAR_V_device_one_shot_max].i;
+    s->device_push_max = cfg->v[HAR_V_device_push_max].i / 64 * 64;  /* whole shard units */
     s->nccl_min_bytes = cfg->v[HAR_V_nccl_min_bytes].i;
     s->timeout = cfg->v[HAR_V_timeout].d;
     static const int inter_paths[] = {HAR_INTER_AUTO, HAR_PATH_RING, HAR_PATH_DOUBLING,
@@ -103,6 +104,11 @@ int har_plan_candidates(const har_plan_in_t *in, const har_settings_t *s, unsign
         /* Across nodes only two-shot: every node's engine then rings alike. */
         int prefer_one = one_node && in->bytes <= (uint64_t)setting(s, e->one_shot_max);
         unsigned first = prefer_one ? one : two, second = prefer_one ? two : one;
+        /* The push kernels are a one-shot of their own, first where they
+         * fit: a row or HAR_ALGO that asks for one-shot keeps them. */
+        if (prefer_one && (e->shots & HAR_BIT(PUSH)) && in->on_device && s->device_push_max > 0 &&
+            in->bytes <= (uint64_t)s->device_push_max)
+            cand[n++] = bit | one | HAR_BIT(PUSH);
         if (e->shots & first) cand[n++] = bit | first;
         if (one_node && (e->shots & second)) cand[n++] = bit | second;
     }

@@ -27,8 +27,8 @@
  * --tuning TABLE (the tuning run; not "--tune", which Open MPI's mpirun
  * takes for itself) times har's own choices instead, each forced with
  * har_set_algo and checked to have served: host_segment+one_shot,
- * host_segment+two_shot, mpi, and with --device ipc+one_shot, ipc+two_shot
- * and nccl. It writes the table by the rule of src/plan/derive.c, keyed by
+ * host_segment+two_shot, mpi, and with --device ipc+one_shot (the push
+ * kernels where they fit), ipc+two_shot and nccl. It writes the table by the rule of src/plan/derive.c, keyed by
  * the machine class har reports.
  *
  * Calls are in place (MPI_IN_PLACE), as gradient all-reduces are; with

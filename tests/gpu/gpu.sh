@@ -40,6 +40,17 @@ check "2 ranks on $ngpu GPU(s): matrix through the CUDA IPC kernels" \
     env $share HAR_REQUIRE_PATH=ipc $mpi 2 "$prog" --device $full $ktypes --no-mpi-cases --expect ipc
 check "2 ranks, every communicator's first call on host memory before CUDA: the kernels still serve" \
     env $share $mpi 2 "$prog" --device --host-first --counts $counts --sample 3 --seed $seed $ktypes --no-mpi-cases --expect ipc
+# The push kernels: calls up to HAR_DEVICE_PUSH_MAX (64 KiB) on one node,
+# every type and op the kernels reduce, in place and not.
+check "2 ranks on $ngpu GPU(s): calls to 64 KiB by the push kernels (no barrier, no host step)" \
+    env $share $mpi 2 "$prog" --device --counts 1,7,63,64,1000,8191 $ktypes --no-mpi-cases --expect ipc,push
+check "2 ranks, HAR_DEVICE_PUSH_MAX=0: the same calls by the barrier kernels" \
+    env $share HAR_DEVICE_PUSH_MAX=0 $mpi 2 "$prog" --device --counts 1,7,1000,8191 --sample 20 --seed $seed $ktypes --no-mpi-cases --expect ipc,one_shot
+for what in count type op; do
+    check "2 ranks, another $what on rank 1 on the push kernels: found there, every rank told, no time-out" \
+        sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between ranks" "$0" && grep -q "at step push" "$0"' \
+        "$tmp/o" env $share HAR_TIMEOUT=60 $mpi 2 "$bin/gpu/mismatch_gpu" $what
+done
 check "2 ranks: 8- and 16-bit types, bool and byte take the host segment" \
     env $share $mpi 2 "$prog" --device --counts 1,1000,65537 --types int8,uint16,short,c_bool,byte --no-mpi-cases --expect host_segment
 check "2 ranks: two-shot kernels forced" \
@@ -73,6 +84,17 @@ else
         check "$np ranks sharing a GPU under MPS: matrix through the kernels to 8 MiB (sampled, seed $seed)" \
             env HAR_TIMEOUT=120 HAR_REQUIRE_PATH=ipc $mpi $np "$prog" --device --counts $mcounts --sample 5 --seed $seed $ktypes --no-mpi-cases --expect ipc
     done
+    for np in 3 4 8; do
+        check "$np ranks sharing a GPU under MPS: the push kernels, every type and op (sampled, seed $seed)" \
+            env HAR_TIMEOUT=120 $mpi $np "$prog" --device --counts 1,7,1000,8191 --sample 8 --seed $seed $ktypes --comms 2 --no-mpi-cases --expect ipc,push
+    done
+    for np in 4 8; do
+        check "stress, $np ranks under MPS: 100000 calls to 16 KiB on the push kernels, random delays, every result checked" \
+            env HAR_TIMEOUT=120 $mpi $np "$stress" --iters 100000 --small --seed $seed --expect push
+    done
+    check "3 ranks under MPS, another count on the last rank on the push kernels: found, no time-out" \
+        sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "at step push" "$0"' \
+        "$tmp/o" env HAR_TIMEOUT=60 $mpi 3 "$bin/gpu/mismatch_gpu" count --last
     check "4 ranks under MPS, two-shot forced, 1 MiB device slots: chunks of many blocks" \
         env HAR_TIMEOUT=120 HAR_DEVICE_ONE_SHOT_MAX=0 HAR_DEVICE_SLOT_BYTES=1M HAR_REQUIRE_PATH=ipc $mpi 4 "$prog" --device --counts 300001,4194305 --sample 3 --seed $seed $ktypes --no-mpi-cases --expect ipc,two_shot
     check "8 ranks under MPS as 2 pretend nodes of 4: kernels, rails, doubling and the ring carry device data" \
@@ -118,6 +140,8 @@ check "HAR_IPC=0: $no_ipc" \
     env HAR_IPC=0 $mpi 2 "$prog" --device --counts 1,65537 --sample 3 --seed $seed $no_ipc_types --no-mpi-cases --expect $no_ipc
 check "mixed kinds (odd ranks on host buffers): host segment" \
     env HAR_REQUIRE_PATH=host_segment $mpi 2 "$prog" --device --mixed --counts 1,1000,65537 --sample 3 --seed $seed --no-mpi-cases --expect host_segment
+check "mixed kinds after all-device calls, to 64 KiB: the device ranks go ahead on the push kernels, the host ranks join" \
+    env $share $mpi 2 "$prog" --device --mixed-late --counts 1,1000,8191 --sample 6 --seed $seed $ktypes --no-mpi-cases --expect ipc,push
 check "managed memory: copied like any input, host segment" \
     env HAR_REQUIRE_PATH=host_segment $mpi 2 "$prog" --managed --counts 1,1000,65537 --sample 3 --seed $seed --no-mpi-cases --expect host_segment
 check "handed to the MPI: device buffers staged through host" \

@@ -9,7 +9,7 @@
  *
  *   check_allreduce [--seed S] [--sample K] [--counts a,b,..] [--expect p1,p2]
  *                   [--comms N] [--no-mpi-cases] [--any-path] [--types t1,t2] [--ops o1,o2]
- *                   [--steps N] [--device [--mixed] [--host-first] [--other-gpu]] [--managed]
+ *                   [--steps N] [--device [--mixed|--mixed-late] [--host-first] [--other-gpu]] [--managed]
  * --expect across: the transport between nodes that the README's rule
  * gives for the call's size: HAR_INTER's, else doubling up to
  * HAR_DOUBLING_MAX bytes (default 64 KiB) and the ring above.
@@ -17,7 +17,10 @@
  * build's har_test_steps). --host-first: a host all-reduce on every
  * communicator before the GPU is picked (the start-up order many
  * applications have), then one device all-reduce whose path is not
- * asserted (the node learns of CUDA during it). --other-gpu: the buffers live on another GPU than the
+ * asserted (the node learns of CUDA during it). --mixed: odd world ranks
+ * keep host buffers; --mixed-late: the same after two device all-reduces of
+ * every rank on every communicator, which set the device engines up (then
+ * the device ranks may go ahead on the push kernels and the others join). --other-gpu: the buffers live on another GPU than the
  * current one.
  * Exit 0 only if every case passed on every rank. */
 #include <complex.h>
@@ -418,6 +421,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--any-path")) any_path = 1;
         else if (!strcmp(argv[a], "--device")) use_device = 1;
         else if (!strcmp(argv[a], "--mixed")) mixed = 1;
+        else if (!strcmp(argv[a], "--mixed-late")) mixed = 2;
         else if (!strcmp(argv[a], "--host-first")) host_first = 1;
         else if (!strcmp(argv[a], "--other-gpu")) other_gpu = 1;
         else if (!strcmp(argv[a], "--steps") && a + 1 < argc) expect_steps = atol(argv[++a]);
@@ -494,6 +498,21 @@ int main(int argc, char **argv)
         }
     }
 
+    if (mixed == 2) {
+        mixed = 0;
+        for (int k = 0; use_device && k < nc; k++)
+            for (int i = 0; i < 2 && comms[k].comm != MPI_COMM_NULL; i++) {
+                int one = 1, n;
+                MPI_Comm_size(comms[k].comm, &n);
+                if (allreduce(MPI_IN_PLACE, (char *)&one, sizeof one, 1, MPI_INT, MPI_SUM, comms[k].comm) !=
+                        MPI_SUCCESS || one != n) {
+                    fprintf(stderr, "FAIL rank %d: comm %s: a device call before the mixed ones gave %d, not %d\n",
+                            world_rank, comms[k].name, one, n);
+                    MPI_Abort(MPI_COMM_WORLD, 1);
+                }
+            }
+        mixed = 1;
+    }
     if (world_rank == 0) printf("check_allreduce: %d ranks, seed %llu, %s, %s buffers\n", size,
                                 (unsigned long long)seed, sample ? "sampled" : "full matrix",
                                 use_device ? (mixed ? "mixed device/host" : "device") : "host");

@@ -4,11 +4,17 @@
  * for another count or datatype, MPI_ERR_OP for another op) through the
  * error handler, no wrong data, and no hang; the communicator fails for good
  * after it, and another communicator still works.
- *   mismatch count|type|op [--last] [--count N]  */
+ *   mismatch count|type|op [--last] [--count N]
+ * Built with HAR_TEST_CUDA (mismatch_gpu), the buffers are device memory
+ * and a first device call, alike on every rank, sets the kernels up, so
+ * that the differing call is the device path's to find. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <mpi.h>
+#ifdef HAR_TEST_CUDA
+#include <cuda_runtime.h>
+#endif
 
 int main(int argc, char **argv)
 {
@@ -24,9 +30,18 @@ int main(int argc, char **argv)
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-    double buf[2 * 100000] = {0};
+    static double host_buf[2 * 100000];
+    double *buf = host_buf;
     int one = 1;
     MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_SUM, comm);  /* sets up har's state */
+#ifdef HAR_TEST_CUDA
+    if (cudaMalloc((void **)&buf, sizeof host_buf) != cudaSuccess || cudaMemset(buf, 0, sizeof host_buf) != cudaSuccess) {
+        fprintf(stderr, "mismatch: no device memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    for (int i = 0; i < 2; i++)  /* the node learns of CUDA, then sets the device engines up, alike */
+        MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_INT, MPI_SUM, comm);
+#endif
     int odd = last ? rank == size - 1 : rank != 0;
     int count = n;
     MPI_Datatype type = MPI_INT;
@@ -47,6 +62,9 @@ int main(int argc, char **argv)
            want, later != MPI_SUCCESS ? "failed" : "SUCCEEDED", fine ? "fine" : "BROKEN", ok ? "as expected" : "WRONG");
     MPI_Comm_free(&other);
     MPI_Comm_free(&comm);
+#ifdef HAR_TEST_CUDA
+    cudaFree(buf);
+#endif
     MPI_Finalize();
     return ok ? 0 : 1;
 }

@@ -39,6 +39,7 @@
 #define HOST2 (B(HOST_SEGMENT) | B(TWO_SHOT))
 #define IPC1 (B(IPC) | B(ONE_SHOT))
 #define IPC2 (B(IPC) | B(TWO_SHOT))
+#define PUSH1 (IPC1 | B(PUSH))
 
 static void check_shards(size_t n, size_t elem, int parts)
 {
@@ -98,7 +99,7 @@ static int can_serve(unsigned choice, const har_plan_in_t *in)
     int ipc = in->on_device && offered(in, HAR_PATH_IPC) && kernels && in->local_size <= 8 && !check_mode;
     if (choice == HOST2) return 1;
     if (choice == HOST1) return one_node;
-    if (choice == IPC1) return ipc && one_node;
+    if (choice == IPC1 || choice == PUSH1) return ipc && one_node;
     if (choice == IPC2) return ipc && (one_node || in->uniform);
     if (choice == B(NCCL))
         return in->on_device && offered(in, HAR_PATH_NCCL) && kernels && nccl_op && one_node && !in->shared_gpu &&
@@ -118,6 +119,10 @@ static int thresholds_order(const har_plan_in_t *in, const har_settings_t *s, un
         order[n++] = HOST2;
     if (in->on_device) {
         if (s->nccl_min_bytes > 0 && in->bytes >= (uint64_t)s->nccl_min_bytes) order[n++] = B(NCCL);
+        /* The push kernels first, up to HAR_DEVICE_PUSH_MAX of what is one-shot. */
+        if (one_node && in->bytes <= (uint64_t)s->device_one_shot_max && s->device_push_max > 0 &&
+            in->bytes <= (uint64_t)s->device_push_max)
+            order[n++] = PUSH1;
         if (one_node && in->bytes <= (uint64_t)s->device_one_shot_max) order[n++] = IPC1, order[n++] = IPC2;
         else order[n++] = IPC2, order[n++] = IPC1;
         order[n++] = B(NCCL);  /* before copying device buffers through host memory */
@@ -165,7 +170,7 @@ static void check_plan(const har_plan_in_t *in, const har_settings_t *s)
                                                 in->nnodes, in->bytes);
     check_mode = s->check;
     unsigned want = reference(in, s, row);
-    unsigned got = p.paths & (HOST1 | HOST2 | IPC1 | IPC2 | B(NCCL) | FAKE | B(MPI));
+    unsigned got = p.paths & (HOST1 | HOST2 | IPC1 | IPC2 | B(PUSH) | B(NCCL) | FAKE | B(MPI));
     CHECK(got == want, "bytes=%" PRIu64 " local=%d nodes=%d uniform=%d device=%d engines=%#x forced=%#x check=%d "
           "row=%s: got %#x, want %#x", in->bytes, in->local_size, in->nnodes, in->uniform, in->on_device, in->engines,
           in->forced, s->check, row ? "yes" : "no", got, want);
@@ -202,13 +207,14 @@ static void sweep_plans(const har_settings_t *s)
 {
     static const int locals[] = {1, 2, 3, 8, 9}, nodes[] = {1, 2, 4};
     static const unsigned forced[] = {0, B(MPI), HOST1, HOST2, B(HOST_SEGMENT), B(ONE_SHOT), B(TWO_SHOT),
-                                      B(IPC), IPC1, IPC2, B(NCCL), B(NCCL) | B(ONE_SHOT), FAKE};
+                                      B(IPC), IPC1, IPC2, B(PUSH), PUSH1, B(NCCL), B(NCCL) | B(ONE_SHOT), FAKE};
     static const unsigned engines[] = {B(HOST_SEGMENT), B(HOST_SEGMENT) | B(IPC), B(HOST_SEGMENT) | B(NCCL),
                                        B(HOST_SEGMENT) | B(IPC) | B(NCCL), B(HOST_SEGMENT) | B(IPC) | B(NCCL) | FAKE};
     static const int kinds[][2] = {{HAR_DT_F32, HAR_OP_SUM}, {HAR_DT_I64, HAR_OP_BXOR}, {HAR_DT_NONE, HAR_OP_SUM}};
     uint64_t sizes[] = {1, 4, 64, 1000, 1u << 20, (uint64_t)INT_MAX * 8, (uint64_t)s->one_shot_max,
                         (uint64_t)s->one_shot_max + 1, (uint64_t)s->device_one_shot_max,
-                        (uint64_t)s->device_one_shot_max + 1, (uint64_t)s->nccl_min_bytes,
+                        (uint64_t)s->device_one_shot_max + 1, (uint64_t)s->device_push_max,
+                        (uint64_t)s->device_push_max + 1, (uint64_t)s->nccl_min_bytes,
                         (uint64_t)s->nccl_min_bytes - 1, (uint64_t)s->doubling_max,
                         (uint64_t)s->doubling_max + 1, (uint64_t)s->device_host_max,
                         (uint64_t)s->device_host_max + 1};
@@ -425,7 +431,7 @@ int main(int argc, char **argv)
                 har_settings_t s = {.slot_bytes = 1 << 20, .device_slot_bytes = 32 << 20, .one_shot_max = shots[o],
                                     .device_one_shot_max = shots[d], .nccl_min_bytes = shots[m],
                                     .inter_path = inters[(o + d) % 4], .doubling_max = shots[(m + 1) % 4],
-                                    .device_host_max = shots[(o + m) % 4],
+                                    .device_host_max = shots[(o + m) % 4], .device_push_max = shots[(d + m + 1) % 4],
                                     .check = d == 3 && m == 3,
                                     .max_bytes = 1ll << 50};
                 sweep_plans(&s);
