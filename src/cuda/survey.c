@@ -7,9 +7,6 @@
 #include "cuda/mem.h"
 #include "cuda/survey.h"
 
-enum { LINK_NONE, LINK_PCIE, LINK_NVLINK };
-static const char *const link_names[] = {"none", "pcie", "nvlink"};
-
 void har_gpu_release(har_gpu_t *gpu)
 {
     free(gpu->uuid);
@@ -17,6 +14,9 @@ void har_gpu_release(har_gpu_t *gpu)
 }
 
 #ifdef HAR_HAVE_CUDA
+enum { LINK_NONE, LINK_PCIE, LINK_NVLINK };
+static const char *const link_names[] = {"none", "pcie", "nvlink"};
+
 /* Does NVML show an active NVLink on the GPU at this PCI address? */
 static int nvlink_active(const char *bus_id)
 {
