@@ -139,7 +139,7 @@ static void f_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint
 }
 SPELLINGS(f_iallreduce, MPI_IALLREDUCE, mpi_iallreduce)
 
-#if defined(HAR_HAVE_ALLREDUCE_INIT) && MPI_VERSION < 4
+#ifdef HAR_ALLREDUCE_INIT_IS_MPIX
 /* MPIX_ALLREDUCE_INIT(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, INFO,
  * REQUEST, IERROR): Open MPI 4.1's pcollreq extension (mpif-ext.h,
  * mpi_ext, mpi_f08_ext). */

@@ -29,13 +29,13 @@ HAR_EXPORT int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Coun
 }
 #endif
 
-#if MPI_VERSION >= 4
+#if defined(HAR_HAVE_ALLREDUCE_INIT) && !defined(HAR_ALLREDUCE_INIT_IS_MPIX)
 HAR_EXPORT int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                                   MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     return har_allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request, HAR_BINDING_INT);
 }
-#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#elif defined(HAR_ALLREDUCE_INIT_IS_MPIX)
 /* Open MPI 4.1's persistent collectives are its MPIX_ extension. */
 HAR_EXPORT int MPIX_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                                    MPI_Comm comm, MPI_Info info, MPI_Request *request)

@@ -96,10 +96,10 @@ int har_iallreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype
 }
 
 #ifdef HAR_HAVE_ALLREDUCE_INIT
-#if MPI_VERSION >= 4
-#define ALLREDUCE_INIT PMPI_Allreduce_init
-#else
+#ifdef HAR_ALLREDUCE_INIT_IS_MPIX
 #define ALLREDUCE_INIT PMPIX_Allreduce_init
+#else
+#define ALLREDUCE_INIT PMPI_Allreduce_init
 #endif
 int har_allreduce_init(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
                        MPI_Comm comm, MPI_Info info, MPI_Request *req, har_binding_t binding)

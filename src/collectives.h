@@ -46,10 +46,16 @@ HAR_HIDDEN int har_entry_ready(void);
  * displacements, or MPI_Count counts and MPI_Aint displacements. */
 HAR_HIDDEN int har_iallreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
                               MPI_Comm comm, MPI_Request *req, har_binding_t binding);
-/* MPI_Allreduce_init (MPI 4) or MPIX_Allreduce_init (Open MPI 4.1's pcollreq
- * extension), whichever this MPI has; absent where it has neither. */
-#if MPI_VERSION >= 4 || defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+/* MPI_Allreduce_init (MPI 4, and Open MPI 5, which reports MPI 3.1 but
+ * has it) or MPIX_Allreduce_init (Open MPI 4.1's pcollreq extension),
+ * whichever this MPI has; absent where it has neither. */
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
 #define HAR_HAVE_ALLREDUCE_INIT 1
+#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#define HAR_HAVE_ALLREDUCE_INIT 1
+#define HAR_ALLREDUCE_INIT_IS_MPIX 1
+#endif
+#ifdef HAR_HAVE_ALLREDUCE_INIT
 HAR_HIDDEN int har_allreduce_init(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
                                   MPI_Comm comm, MPI_Info info, MPI_Request *req, har_binding_t binding);
 #endif
