@@ -18,12 +18,11 @@
 #define HAR_DEV_FLAG_BYTES (HAR_DEV_PROBE_OFFSET + 4096)
 
 
-/* The push kernels' area in each rank's segment, after the flag area and
- * before the data slots: per call parity, a data region per writer
- * (HAR_DEV_PUSH_BLOCKS of the node's push size, set at set-up), then one
- * line per (writer, block) that the writer fills with the call's number and
- * its signature. */
-/* The push kernels' grid, at most (the node's safe grid may be smaller):
+/* The push kernels' area in each rank's segment (after the flag area,
+ * before the data slots; ipc.c lays it out): per call parity, one line per
+ * (writer, block) that the writer fills with the call's count, signature
+ * and number, then a data region of HAR_DEVICE_PUSH_MAX bytes per writer.
+ * The push kernels' grid, at most (the node's safe grid may be smaller):
  * on one H200 under MPS, 4 ranks, 4 blocks took 20.6 us at 64 KiB where 1
  * took 26.0 and 16 took 20.9, and the same at smaller sizes. */
 #define HAR_DEV_PUSH_BLOCKS 4
