@@ -80,7 +80,7 @@ int main(int argc, char **argv)
     long bad = 0;
     if (host_first) {
         /* The call in which the node first sees CUDA still goes by the host
-         * segment (README, "Arrival"): made here, outside the counted calls. */
+         * segment (docs/CALLS.md, "Arrival"): made here, outside the counted calls. */
         float one = 1;
         cudaMemcpy(dev, &one, sizeof one, cudaMemcpyHostToDevice);
         MPI_Allreduce(MPI_IN_PLACE, dev, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
