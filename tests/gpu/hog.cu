@@ -20,7 +20,26 @@ __global__ void __launch_bounds__(1024) hold(unsigned long long ns)
     if (threadIdx.x == 0) pad[0] = 0;
 }
 
+__global__ void late_copy(char *dst, const char *src, unsigned long bytes, unsigned long long ns)
+{
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < ns);
+    for (unsigned long i = blockIdx.x * (unsigned long)blockDim.x + threadIdx.x; i < bytes;
+         i += (unsigned long)gridDim.x * blockDim.x)
+        dst[i] = src[i];
+}
+
 }  // namespace
+
+extern "C" int late_copy_start(void *dst, const void *src, unsigned long bytes, double seconds)
+{
+    late_copy<<<4, 256, 0, cudaStreamLegacy>>>((char *)dst, (const char *)src, bytes,
+                                               (unsigned long long)(seconds * 1e9));
+    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}
 
 extern "C" int hog_start(double fraction, double seconds)
 {

@@ -1,7 +1,7 @@
 /* Memory-ordering stress on device buffers: many back-to-back all-reduces of
  * random sizes, random delays before some ranks' calls, every result
  * checked exactly (small integers in floats, so sums are exact).
- *   stress [--iters N] [--seed S] [--expect PATH]... [--host-first] [--hog SECONDS] [--small]
+ *   stress [--iters N] [--seed S] [--expect PATH]... [--host-first] [--hog SECONDS] [--small] [--late-input]
  * --small: every call up to 4096 floats (16 KiB), the push kernels' sizes;
  * else one call in 8 up to 1 MiB.
  * --host-first: a host all-reduce on the world before the GPU is picked, and
@@ -10,6 +10,10 @@
  * that holds half the GPU's multiprocessors for S seconds (tests/gpu/hog.cu),
  * as an application's work on another stream can: the calls meanwhile must
  * wait for it and then finish, not hang.
+ * --late-input: in one call in 4 (each rank its own), the input is still
+ * being written by a kernel on the legacy default stream that waits 20 us
+ * first, when MPI_Allreduce is called: har must read it after that kernel
+ * (the resident push grid must not serve such a call).
  *   stress --probe   exit 0 if a GPU is visible and this process can use it
  *                    (a context, an allocation: a broken MPS server fails
  *                    here), 77 if none is visible (1 if HAR_TEST_REQUIRE_GPU=1) */
@@ -47,11 +51,12 @@ int main(int argc, char **argv)
     }
     long iters = 100000;
     uint64_t seed = 1;
-    int expect[4], nexpect = 0, host_first = 0, small = 0;
+    int expect[4], nexpect = 0, host_first = 0, small = 0, late_input = 0;
     double hog = 0;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--host-first")) host_first = 1;
         else if (!strcmp(argv[a], "--small")) small = 1;
+        else if (!strcmp(argv[a], "--late-input")) late_input = 1;
         else if (a + 1 < argc && !strcmp(argv[a], "--hog")) hog = atof(argv[++a]);
         else if (a + 1 < argc && !strcmp(argv[a], "--iters")) iters = atol(argv[++a]);
         else if (a + 1 < argc && !strcmp(argv[a], "--seed")) seed = strtoull(argv[++a], NULL, 10);
@@ -71,13 +76,14 @@ int main(int argc, char **argv)
     }
     cudaSetDevice(local % ndev);
     const int max_n = 1 << 18;
-    float *host = malloc(max_n * sizeof *host), *dev = NULL;
-    if (cudaMalloc((void **)&dev, max_n * sizeof *dev) != cudaSuccess) {
+    float *host = malloc(max_n * sizeof *host), *dev = NULL, *early = NULL;
+    if (cudaMalloc((void **)&dev, max_n * sizeof *dev) != cudaSuccess ||
+        cudaMalloc((void **)&early, max_n * sizeof *early) != cudaSuccess) {
         fprintf(stderr, "stress: rank %d: cudaMalloc failed\n", rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     uint64_t shared = seed, mine = seed ^ (uint64_t)(rank + 1) * 0x51ed27;
-    long bad = 0;
+    long bad = 0, late_calls = 0;
     if (host_first) {
         /* The call in which the node first sees CUDA still goes by the host
          * segment (docs/CALLS.md, "Arrival"): made here, outside the counted calls. */
@@ -98,8 +104,21 @@ int main(int argc, char **argv)
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
         for (int i = 0; i < n; i++) host[i] = (float)((i + rank + tag) % 7);
-        cudaMemcpy(dev, host, (size_t)n * sizeof *host, cudaMemcpyHostToDevice);
         uint64_t r = next(&mine);
+        if (late_input && (r >> 8) % 4 == 0) {
+            cudaMemcpy(early, host, (size_t)n * sizeof *host, cudaMemcpyHostToDevice);
+            if (late_copy_start(dev, early, (size_t)n * sizeof *host, 20e-6) < 0) {
+                fprintf(stderr, "stress: the late-input kernel could not start\n");
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            }
+            late_calls++;
+        } else {
+            /* A copy from pageable memory may return before it lands: waited
+             * for, as a CUDA-aware MPI asks, so that the resident grid can
+             * serve the call (--late-input leaves it to har). */
+            cudaMemcpy(dev, host, (size_t)n * sizeof *host, cudaMemcpyHostToDevice);
+            cudaStreamSynchronize(cudaStreamLegacy);
+        }
         if (r % 16 == 0) {
             struct timespec ts = {0, (long)(r >> 40) % 200000};  /* up to 200 us late */
             nanosleep(&ts, NULL);
@@ -117,13 +136,17 @@ int main(int argc, char **argv)
     for (int k = 0; k < nexpect; k++)
         if (expect[k] < 0 || (long)(after[expect[k]] - before[expect[k]]) < served)
             served = expect[k] < 0 ? 0 : (long)(after[expect[k]] - before[expect[k]]);
-    long totals[2] = {bad, served == iters ? 0 : 1}, sums[2];
-    MPI_Reduce(totals, sums, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);  /* not MPI_Allreduce: not under test */
-    MPI_Bcast(sums, 2, MPI_LONG, 0, MPI_COMM_WORLD);
+    int resident = har_counter_index("resident");
+    long totals[4] = {bad, served == iters ? 0 : 1, late_calls, resident < 0 ? 0 : (long)(after[resident] - before[resident])},
+         sums[4];
+    MPI_Reduce(totals, sums, 4, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);  /* not MPI_Allreduce: not under test */
+    MPI_Bcast(sums, 4, MPI_LONG, 0, MPI_COMM_WORLD);
     if (rank == 0)
-        printf("stress: %d ranks, %ld calls each (seed %llu): %ld wrong results, expected paths on every call: %s\n",
-               size, iters, (unsigned long long)seed, sums[0], sums[1] ? "NO" : "yes");
+        printf("stress: %d ranks, %ld calls each (seed %llu): %ld wrong results, expected paths on every call: %s; "
+               "%ld calls with late input, %ld served by resident grids (all ranks)\n",
+               size, iters, (unsigned long long)seed, sums[0], sums[1] ? "NO" : "yes", sums[2], sums[3]);
     cudaFree(dev);
+    cudaFree(early);
     free(host);
     MPI_Comm_free(&node);
     MPI_Finalize();
