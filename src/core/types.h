@@ -10,8 +10,6 @@ typedef enum {
     HAR_OP_NONE = -1, HAR_OP_SUM, HAR_OP_PROD, HAR_OP_MIN, HAR_OP_MAX,
     HAR_OP_BAND, HAR_OP_BOR, HAR_OP_BXOR, HAR_OP_LAND, HAR_OP_LOR, HAR_OP_LXOR
 } har_opcode_t;
-#define HAR_DT_COUNT (HAR_DT_U64 + 1)
-#define HAR_OP_COUNT (HAR_OP_LXOR + 1)
 #define HAR_OP_BIT(op) (1u << HAR_OP_##op)
 
 #endif

@@ -256,8 +256,7 @@ template <typename T> __device__ void push_range(const har_push_args_t &a, size_
     }
 }
 
-// One push call by this block; false if the host asked to stop.
-template <typename T, int OP> __device__ __forceinline__ bool push_call(const har_push_args_t &a)
+template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS) push(har_push_args_t a)
 {
     __shared__ int stop, differs;
     size_t off, len;
@@ -299,7 +298,7 @@ template <typename T, int OP> __device__ __forceinline__ bool push_call(const ha
         }
     }
     __syncthreads();  // the acquires above come before every thread's loads of the peers' data
-    if (stop) return false;
+    if (stop) return;
     if (!differs) {
         char *src[HAR_DEV_MAX_RANKS];
         for (int r = 0; r < a.nranks; r++)
@@ -310,161 +309,6 @@ template <typename T, int OP> __device__ __forceinline__ bool push_call(const ha
     if (threadIdx.x == 0) {
         __threadfence_system();  // the output, and any record of a difference, before the host sees done
         *(volatile uint64_t *)&a.done[blockIdx.x] = a.seq;
-    }
-    return true;
-}
-
-template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS) push(har_push_args_t a)
-{
-    push_call<T, OP>(a);
-}
-
-// Calls act.template run<T, OP>() for a call's type and op: the one list of
-// what the kernels reduce (the bit and logical ops on integers only), for
-// the launches on the host and the resident kernel's choice on the GPU.
-// `unserved` where the pair is not on it.
-#pragma nv_exec_check_disable
-template <typename T, typename Act, typename R> __host__ __device__ R by_op(int op, Act &act, R unserved)
-{
-    switch (op) {
-    case HAR_OP_SUM: return act.template run<T, HAR_OP_SUM>();
-    case HAR_OP_PROD: return act.template run<T, HAR_OP_PROD>();
-    case HAR_OP_MIN: return act.template run<T, HAR_OP_MIN>();
-    case HAR_OP_MAX: return act.template run<T, HAR_OP_MAX>();
-    }
-    if constexpr (std::is_integral<T>::value) {
-        switch (op) {
-        case HAR_OP_BAND: return act.template run<T, HAR_OP_BAND>();
-        case HAR_OP_BOR: return act.template run<T, HAR_OP_BOR>();
-        case HAR_OP_BXOR: return act.template run<T, HAR_OP_BXOR>();
-        case HAR_OP_LAND: return act.template run<T, HAR_OP_LAND>();
-        case HAR_OP_LOR: return act.template run<T, HAR_OP_LOR>();
-        case HAR_OP_LXOR: return act.template run<T, HAR_OP_LXOR>();
-        }
-    }
-    return unserved;
-}
-
-#pragma nv_exec_check_disable
-template <typename Act, typename R> __host__ __device__ R by_type_op(int dtype, int op, Act &act, R unserved)
-{
-    switch (dtype) {
-    case HAR_DT_F32: return by_op<float>(op, act, unserved);
-    case HAR_DT_F64: return by_op<double>(op, act, unserved);
-    case HAR_DT_I32: return by_op<int32_t>(op, act, unserved);
-    case HAR_DT_U32: return by_op<uint32_t>(op, act, unserved);
-    case HAR_DT_I64: return by_op<int64_t>(op, act, unserved);
-    case HAR_DT_U64: return by_op<uint64_t>(op, act, unserved);
-    }
-    return unserved;
-}
-
-// ---- The resident push kernel (HAR_DEVICE_RESIDENT) ----
-//
-// The same push_call, served from one grid that stays on the GPU: block b
-// polls the posted call in host memory, serves it if its number is above
-// the last it served (done[b], as any launch of the push kernel left it),
-// and waits for the next. The host posts a call only once the previous
-// one is done on every block, so one posted call suffices, and the
-// regions' safety is the push kernels' (a block reads call k's region
-// before it serves call k+1, in program order instead of stream order).
-//
-// Block 0 ends once idle_ns passed with no call (the application's
-// cudaDeviceSynchronize or cudaFree waits at most that long) or on abort;
-// the other blocks end when they see it ended (between calls: a call
-// under way is finished first), so that the grid ends as one and a next
-// generation never waits for blocks idling on their own clocks. A block
-// stores its generation in exited[b] after its last look at the post. So
-// a call posted after that look finds exited[b] set and done[b] short of
-// it, and the host launches the next generation, which starts once every
-// block of this one ended and serves it: no call is lost, and none is
-// served twice (each block starts from its done[b]).
-
-__device__ __forceinline__ uint64_t global_ns()
-{
-    uint64_t t;
-    asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-    return t;
-}
-
-__device__ __forceinline__ uint64_t load_acquire_sys(const uint64_t *p)
-{
-    uint64_t v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-
-// The push call for a type and op, as a pointer: one call site in the
-// resident kernel, not one inlined per pair (inlined, the pairs took 5
-// times as long to compile). The launched kernels inline theirs: called,
-// the same call took 4 us more at 4 ranks.
-template <typename T, int OP> __device__ __noinline__ bool push_call_fn(const har_push_args_t &a)
-{
-    return push_call<T, OP>(a);
-}
-typedef bool (*push_fn)(const har_push_args_t &);
-struct pick_push {
-    template <typename T, int OP> __device__ push_fn run() { return push_call_fn<T, OP>; }
-};
-
-__global__ void __launch_bounds__(HAR_DEV_THREADS) resident(har_resident_args_t r)
-{
-    __shared__ uint64_t posted[sizeof(har_resident_call_t) / 8];
-    __shared__ int serve;
-    uint64_t last = load_volatile(&r.done[blockIdx.x]);
-    for (;;) {
-        if (threadIdx.x == 0) {
-            serve = 0;
-            for (uint64_t since = global_ns();;) {
-                uint64_t seq = load_acquire_sys(&r.post->seq);
-                if (seq > last) {
-                    posted[0] = seq;
-                    serve = 1;
-                    break;
-                }
-                if (*r.abort) break;
-                if (blockIdx.x == 0 ? global_ns() - since > r.idle_ns
-                                    : load_volatile(&r.exited[0]) == r.generation)
-                    break;
-            }
-        }
-        __syncthreads();  // thread 0's acquire of seq comes before the other words' loads
-        if (!serve) break;
-        if (threadIdx.x > 0 && threadIdx.x < sizeof(har_resident_call_t) / 8)
-            posted[threadIdx.x] = load_volatile((const uint64_t *)r.post + threadIdx.x);
-        __syncthreads();
-        const har_resident_call_t *c = (const har_resident_call_t *)posted;
-        har_push_args_t a;
-        const size_t parity = (c->seq & 1) * r.parity_bytes;
-        for (int k = 0; k < r.nranks; k++) {
-            a.lines[k] = r.area[k] + parity;
-            a.data[k] = a.lines[k] + HAR_DEV_PUSH_LINES;
-        }
-        a.region = r.region;
-        a.in = (const char *)c->in;
-        a.out = (char *)c->out;
-        a.n = c->n;
-        a.elem = c->elem;
-        a.nranks = r.nranks;
-        a.me = r.me;
-        a.dtype = (int)c->dtype;
-        a.op = (int)c->op;
-        a.aligned = (int)c->aligned;
-        a.seq = c->seq;
-        a.count = c->count;
-        a.sig = c->sig;
-        a.abort = r.abort;
-        a.done = r.done;
-        a.differs = r.differs;
-        pick_push pick;
-        push_fn serve_call = by_type_op(a.dtype, a.op, pick, (push_fn) nullptr);
-        if (!serve_call || !serve_call(a)) break;  // stopped (the host checked the pair)
-        last = a.seq;
-        __syncthreads();  // every thread is past this call's words before thread 0 takes the next
-    }
-    if (threadIdx.x == 0) {
-        __threadfence_system();  // its last look at the post, and any done, come before exited
-        *(volatile uint64_t *)&r.exited[blockIdx.x] = r.generation;
     }
 }
 
@@ -477,72 +321,110 @@ template <typename T, int OP> __global__ void fold(T *acc, const T *in, size_t n
         acc[i] = apply<T, OP>(acc[i], in[i]);
 }
 
-// The host's acts for by_type_op: a launch of the kernel for one pair, or
-// its occupancy.
-struct launch_barrier {
-    const har_dev_args_t &a;
-    int blocks;
-    cudaStream_t s;
-    template <typename T, int OP> int run()
-    {
-        allreduce<T, OP><<<blocks, HAR_DEV_THREADS, 0, s>>>(a);
-        return (int)cudaGetLastError();
-    }
-};
-
-struct launch_push {
-    const har_push_args_t &a;
-    int blocks;
-    cudaStream_t s;
-    template <typename T, int OP> int run()
-    {
-        push<T, OP><<<blocks, HAR_DEV_THREADS, 0, s>>>(a);
-        return (int)cudaGetLastError();
-    }
-};
-
-struct launch_fold {
-    void *acc;
-    const void *in;
-    size_t n;
-    cudaStream_t s;
-    template <typename T, int OP> int run()
-    {
-        int blocks = (int)((n + 255) / 256 < 1024 ? (n + 255) / 256 : 1024);
-        fold<T, OP><<<blocks > 0 ? blocks : 1, 256, 0, s>>>((T *)acc, (const T *)in, n);
-        return (int)cudaGetLastError();
-    }
-};
-
-// Blocks that fit on one multiprocessor at once, the least over the
-// kernels that wait for their peers (-1 if the runtime cannot say).
-int resident_blocks(const void *kernel)
+template <typename T, int OP> int fold_one(void *acc, const void *in, size_t n, cudaStream_t s)
 {
-    int n = 0;
-    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, HAR_DEV_THREADS, 0) == cudaSuccess ? n : -1;
+    int blocks = (int)((n + 255) / 256 < 1024 ? (n + 255) / 256 : 1024);
+    fold<T, OP><<<blocks > 0 ? blocks : 1, 256, 0, s>>>((T *)acc, (const T *)in, n);
+    return (int)cudaGetLastError();
 }
 
-struct fewest_resident {
-    template <typename T, int OP> int run()
-    {
-        int a = resident_blocks((const void *)allreduce<T, OP>), b = resident_blocks((const void *)push<T, OP>);
-        return a < 0 || b < 0 ? -1 : a < b ? a : b;
+template <typename T> int fold_type(int op, void *acc, const void *in, size_t n, cudaStream_t s)
+{
+    switch (op) {
+    case HAR_OP_SUM: return fold_one<T, HAR_OP_SUM>(acc, in, n, s);
+    case HAR_OP_PROD: return fold_one<T, HAR_OP_PROD>(acc, in, n, s);
+    case HAR_OP_MIN: return fold_one<T, HAR_OP_MIN>(acc, in, n, s);
+    case HAR_OP_MAX: return fold_one<T, HAR_OP_MAX>(acc, in, n, s);
     }
-};
+    if constexpr (std::is_integral<T>::value) {
+        switch (op) {
+        case HAR_OP_BAND: return fold_one<T, HAR_OP_BAND>(acc, in, n, s);
+        case HAR_OP_BOR: return fold_one<T, HAR_OP_BOR>(acc, in, n, s);
+        case HAR_OP_BXOR: return fold_one<T, HAR_OP_BXOR>(acc, in, n, s);
+        case HAR_OP_LAND: return fold_one<T, HAR_OP_LAND>(acc, in, n, s);
+        case HAR_OP_LOR: return fold_one<T, HAR_OP_LOR>(acc, in, n, s);
+        case HAR_OP_LXOR: return fold_one<T, HAR_OP_LXOR>(acc, in, n, s);
+        }
+    }
+    return (int)cudaErrorInvalidValue;
+}
+
+template <typename T, int OP> int launch_one(const har_dev_args_t *a, int blocks, cudaStream_t s)
+{
+    allreduce<T, OP><<<blocks, HAR_DEV_THREADS, 0, s>>>(*a);
+    return (int)cudaGetLastError();
+}
+
+template <typename T, int OP> int launch_one(const har_push_args_t *a, int blocks, cudaStream_t s)
+{
+    push<T, OP><<<blocks, HAR_DEV_THREADS, 0, s>>>(*a);
+    return (int)cudaGetLastError();
+}
+
+template <typename T, typename A> int launch_int(const A *a, int blocks, cudaStream_t s)
+{
+    switch (a->op) {
+    case HAR_OP_SUM: return launch_one<T, HAR_OP_SUM>(a, blocks, s);
+    case HAR_OP_PROD: return launch_one<T, HAR_OP_PROD>(a, blocks, s);
+    case HAR_OP_MIN: return launch_one<T, HAR_OP_MIN>(a, blocks, s);
+    case HAR_OP_MAX: return launch_one<T, HAR_OP_MAX>(a, blocks, s);
+    case HAR_OP_BAND: return launch_one<T, HAR_OP_BAND>(a, blocks, s);
+    case HAR_OP_BOR: return launch_one<T, HAR_OP_BOR>(a, blocks, s);
+    case HAR_OP_BXOR: return launch_one<T, HAR_OP_BXOR>(a, blocks, s);
+    case HAR_OP_LAND: return launch_one<T, HAR_OP_LAND>(a, blocks, s);
+    case HAR_OP_LOR: return launch_one<T, HAR_OP_LOR>(a, blocks, s);
+    case HAR_OP_LXOR: return launch_one<T, HAR_OP_LXOR>(a, blocks, s);
+    }
+    return (int)cudaErrorInvalidValue;
+}
+
+template <typename T, typename A> int launch_float(const A *a, int blocks, cudaStream_t s)
+{
+    switch (a->op) {
+    case HAR_OP_SUM: return launch_one<T, HAR_OP_SUM>(a, blocks, s);
+    case HAR_OP_PROD: return launch_one<T, HAR_OP_PROD>(a, blocks, s);
+    case HAR_OP_MIN: return launch_one<T, HAR_OP_MIN>(a, blocks, s);
+    case HAR_OP_MAX: return launch_one<T, HAR_OP_MAX>(a, blocks, s);
+    }
+    return (int)cudaErrorInvalidValue;
+}
+
+// Blocks of one kernel that can be resident on one multiprocessor at once:
+// the least over the instantiations listed (-1 if the runtime cannot say).
+template <typename T, int... OPS> int fewest_resident()
+{
+    const void *kernels[] = {(const void *)allreduce<T, OPS>..., (const void *)push<T, OPS>...};
+    int least = 1 << 30;
+    for (const void *k : kernels) {
+        int n = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, HAR_DEV_THREADS, 0) != cudaSuccess) return -1;
+        least = n < least ? n : least;
+    }
+    return least;
+}
+
+template <typename T> int fewest_int()
+{
+    return fewest_resident<T, HAR_OP_SUM, HAR_OP_PROD, HAR_OP_MIN, HAR_OP_MAX, HAR_OP_BAND, HAR_OP_BOR, HAR_OP_BXOR,
+                           HAR_OP_LAND, HAR_OP_LOR, HAR_OP_LXOR>();
+}
+
+template <typename T> int fewest_float() { return fewest_resident<T, HAR_OP_SUM, HAR_OP_PROD, HAR_OP_MIN, HAR_OP_MAX>(); }
 
 }  // namespace
 
 extern "C" int har_dev_blocks_per_sm(void)
 {
-    const int unserved = 1 << 30;
-    int least = resident_blocks((const void *)resident);
-    fewest_resident act;
-    for (int dtype = 0; least >= 0 && dtype < HAR_DT_COUNT; dtype++)
-        for (int op = 0; least >= 0 && op < HAR_OP_COUNT; op++) {
-            int n = by_type_op(dtype, op, act, unserved);
-            least = n < least ? n : least;
+    int per[] = {fewest_float<float>(), fewest_float<double>(), fewest_int<int32_t>(), fewest_int<uint32_t>(),
+                 fewest_int<int64_t>(), fewest_int<uint64_t>()};
+    int least = 1 << 30;
+    for (int n : per) {
+        if (n < 0) {
+            cudaGetLastError();
+            return -1;
         }
-    if (least < 0) cudaGetLastError();
+        least = n < least ? n : least;
+    }
     return least;
 }
 
@@ -552,28 +434,37 @@ extern "C" int har_dev_blocks(size_t bytes, int max_blocks)
     return blocks < 1 ? 1 : blocks > (size_t)max_blocks ? max_blocks : (int)blocks;
 }
 
-extern "C" int har_dev_launch(const har_dev_args_t *a, int blocks, void *stream)
+// Either kernel family, by its arguments' type.
+template <typename A> int launch_any(const A *a, int blocks, void *stream)
 {
-    launch_barrier act{*a, blocks, (cudaStream_t)stream};
-    return by_type_op(a->dtype, a->op, act, (int)cudaErrorInvalidValue);
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (a->dtype) {
+    case HAR_DT_F32: return launch_float<float>(a, blocks, s);
+    case HAR_DT_F64: return launch_float<double>(a, blocks, s);
+    case HAR_DT_I32: return launch_int<int32_t>(a, blocks, s);
+    case HAR_DT_U32: return launch_int<uint32_t>(a, blocks, s);
+    case HAR_DT_I64: return launch_int<int64_t>(a, blocks, s);
+    case HAR_DT_U64: return launch_int<uint64_t>(a, blocks, s);
+    }
+    return (int)cudaErrorInvalidValue;
 }
 
-extern "C" int har_dev_push(const har_push_args_t *a, int blocks, void *stream)
-{
-    launch_push act{*a, blocks, (cudaStream_t)stream};
-    return by_type_op(a->dtype, a->op, act, (int)cudaErrorInvalidValue);
-}
+extern "C" int har_dev_launch(const har_dev_args_t *a, int blocks, void *stream) { return launch_any(a, blocks, stream); }
 
-extern "C" int har_dev_resident(const har_resident_args_t *r, int blocks, void *stream)
-{
-    resident<<<blocks, HAR_DEV_THREADS, 0, (cudaStream_t)stream>>>(*r);
-    return (int)cudaGetLastError();
-}
+extern "C" int har_dev_push(const har_push_args_t *a, int blocks, void *stream) { return launch_any(a, blocks, stream); }
 
 extern "C" int har_dev_fold(void *acc, const void *in, size_t n, int dtype, int op, void *stream)
 {
-    launch_fold act{acc, in, n, (cudaStream_t)stream};
-    return by_type_op(dtype, op, act, (int)cudaErrorInvalidValue);
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (dtype) {
+    case HAR_DT_F32: return fold_type<float>(op, acc, in, n, s);
+    case HAR_DT_F64: return fold_type<double>(op, acc, in, n, s);
+    case HAR_DT_I32: return fold_type<int32_t>(op, acc, in, n, s);
+    case HAR_DT_U32: return fold_type<uint32_t>(op, acc, in, n, s);
+    case HAR_DT_I64: return fold_type<int64_t>(op, acc, in, n, s);
+    case HAR_DT_U64: return fold_type<uint64_t>(op, acc, in, n, s);
+    }
+    return (int)cudaErrorInvalidValue;
 }
 
 extern "C" int har_dev_probe(const void *peer, void *out, void *stream)

@@ -26,8 +26,6 @@
  * on one H200 under MPS, 4 ranks, 4 blocks took 20.6 us at 64 KiB where 1
  * took 26.0 and 16 took 20.9, and the same at smaller sizes. */
 #define HAR_DEV_PUSH_BLOCKS 4
-/* Bytes of the (writer, block) lines at the start of each parity's area. */
-#define HAR_DEV_PUSH_LINES ((size_t)HAR_DEV_MAX_RANKS * HAR_DEV_PUSH_BLOCKS * HAR_DEV_LINE)
 
 /* One push call: every pointer as mapped here. */
 typedef struct {
@@ -45,30 +43,6 @@ typedef struct {
     uint64_t *differs;               /* host-mapped, 4 words per block: {seq, local rank, its count, its signature}
                                       * of a peer whose call differs */
 } har_push_args_t;
-
-/* The resident push kernel (HAR_DEVICE_RESIDENT): one grid that stays on
- * the GPU and serves push calls the host posts here, in mapped host
- * memory, instead of launching a kernel per call. The host writes every
- * other word, then `seq` (the push call's number) last. */
-typedef struct {
-    uint64_t seq;
-    uint64_t in, out;                /* device addresses */
-    uint64_t n, count, sig;
-    uint32_t elem, dtype, op, aligned;
-} har_resident_call_t;
-
-/* What a resident grid keeps for its life. */
-typedef struct {
-    char *area[HAR_DEV_MAX_RANKS];   /* every local rank's push area (parity 0) as mapped here */
-    size_t parity_bytes, region;     /* parity 1's area starts parity_bytes further */
-    int nranks, me;
-    uint64_t generation;             /* which launch this is: block b stores it in exited[b] as it ends */
-    uint64_t idle_ns;                /* a block ends once no call came for this long */
-    const har_resident_call_t *post; /* host-mapped: the call to serve */
-    volatile int *abort;             /* as in har_push_args_t */
-    uint64_t *done, *differs;
-    uint64_t *exited;                /* host-mapped, per block */
-} har_resident_args_t;
 
 /* The push kernels' signature of a call: its type, op and number on the
  * communicator (with the count, what the ranks must agree on). */
@@ -102,11 +76,6 @@ extern "C" {
 int har_dev_launch(const har_dev_args_t *a, int blocks, void *stream);
 /* Queues one push call on `stream`, `blocks` blocks; 0 or a cudaError_t. */
 int har_dev_push(const har_push_args_t *a, int blocks, void *stream);
-/* Launches a resident push grid of `blocks` blocks on `stream` (a
- * non-blocking one); 0 or a cudaError_t. Block b first serves the posted
- * call if its number is above done[b], then every later one, and ends
- * after idle_ns without a call or when the abort flag is set. */
-int har_dev_resident(const har_resident_args_t *r, int blocks, void *stream);
 /* Blocks for a chunk of `bytes`, at most `max_blocks` (the grid the node
  * agreed): the same on every rank. */
 int har_dev_blocks(size_t bytes, int max_blocks);

@@ -12,8 +12,7 @@
  * wait for it and then finish, not hang.
  * --late-input: in one call in 4 (each rank its own), the input is still
  * being written by a kernel on the legacy default stream that waits 20 us
- * first, when MPI_Allreduce is called: har must read it after that kernel
- * (the resident push grid must not serve such a call).
+ * first, when MPI_Allreduce is called: har must read it after that kernel.
  *   stress --probe   exit 0 if a GPU is visible and this process can use it
  *                    (a context, an allocation: a broken MPS server fails
  *                    here), 77 if none is visible (1 if HAR_TEST_REQUIRE_GPU=1) */
@@ -113,11 +112,7 @@ int main(int argc, char **argv)
             }
             late_calls++;
         } else {
-            /* A copy from pageable memory may return before it lands: waited
-             * for, as a CUDA-aware MPI asks, so that the resident grid can
-             * serve the call (--late-input leaves it to har). */
             cudaMemcpy(dev, host, (size_t)n * sizeof *host, cudaMemcpyHostToDevice);
-            cudaStreamSynchronize(cudaStreamLegacy);
         }
         if (r % 16 == 0) {
             struct timespec ts = {0, (long)(r >> 40) % 200000};  /* up to 200 us late */
@@ -136,15 +131,13 @@ int main(int argc, char **argv)
     for (int k = 0; k < nexpect; k++)
         if (expect[k] < 0 || (long)(after[expect[k]] - before[expect[k]]) < served)
             served = expect[k] < 0 ? 0 : (long)(after[expect[k]] - before[expect[k]]);
-    int resident = har_counter_index("resident");
-    long totals[4] = {bad, served == iters ? 0 : 1, late_calls, resident < 0 ? 0 : (long)(after[resident] - before[resident])},
-         sums[4];
-    MPI_Reduce(totals, sums, 4, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);  /* not MPI_Allreduce: not under test */
-    MPI_Bcast(sums, 4, MPI_LONG, 0, MPI_COMM_WORLD);
+    long totals[3] = {bad, served == iters ? 0 : 1, late_calls}, sums[3];
+    MPI_Reduce(totals, sums, 3, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);  /* not MPI_Allreduce: not under test */
+    MPI_Bcast(sums, 3, MPI_LONG, 0, MPI_COMM_WORLD);
     if (rank == 0)
         printf("stress: %d ranks, %ld calls each (seed %llu): %ld wrong results, expected paths on every call: %s; "
-               "%ld calls with late input, %ld served by resident grids (all ranks)\n",
-               size, iters, (unsigned long long)seed, sums[0], sums[1] ? "NO" : "yes", sums[2], sums[3]);
+               "%ld calls with late input (all ranks)\n",
+               size, iters, (unsigned long long)seed, sums[0], sums[1] ? "NO" : "yes", sums[2]);
     cudaFree(dev);
     cudaFree(early);
     free(host);
