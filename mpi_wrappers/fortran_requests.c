@@ -1,5 +1,6 @@
 /* Open MPI's Fortran spellings (mpif.h, `use mpi` and `use mpi_f08`) of
- * MPI_IALLREDUCE, of its persistent MPIX_ALLREDUCE_INIT, and of the calls
+ * MPI_IALLREDUCE, of its persistent all-reduce (MPIX_ALLREDUCE_INIT in 4.1,
+ * MPI_ALLREDUCE_INIT from 5.0), and of the calls
  * that complete, start and free requests. Open MPI's own Fortran bindings
  * call PMPI_* directly, so without these a Fortran program's MPI_WAIT would
  * never pass through har and a staged request's results would never reach
@@ -139,10 +140,10 @@ static void f_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint
 }
 SPELLINGS(f_iallreduce, MPI_IALLREDUCE, mpi_iallreduce)
 
-#ifdef HAR_ALLREDUCE_INIT_IS_MPIX
-/* MPIX_ALLREDUCE_INIT(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, INFO,
- * REQUEST, IERROR): Open MPI 4.1's pcollreq extension (mpif-ext.h,
- * mpi_ext, mpi_f08_ext). */
+#ifdef HAR_HAVE_ALLREDUCE_INIT
+/* MPI_ALLREDUCE_INIT(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, INFO,
+ * REQUEST, IERROR), or MPIX_ALLREDUCE_INIT: Open MPI 4.1's pcollreq
+ * extension (mpif-ext.h, mpi_ext, mpi_f08_ext). */
 static void f_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op,
                              MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
@@ -152,7 +153,11 @@ static void f_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_
     set_ierr(ierr, rc);
     if (rc == MPI_SUCCESS) *request = PMPI_Request_c2f(req);
 }
+#ifdef HAR_ALLREDUCE_INIT_IS_MPIX
 SPELLINGS(f_allreduce_init, MPIX_ALLREDUCE_INIT, mpix_allreduce_init)
+#else
+SPELLINGS(f_allreduce_init, MPI_ALLREDUCE_INIT, mpi_allreduce_init)
+#endif
 #endif
 #endif
 

