@@ -384,10 +384,14 @@ static void deadlock(void)
 
 static int mpich_underneath(void)
 {
-    char version[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    MPI_Get_library_version(version, &len);
-    return strstr(version, "MPICH") != NULL;
+    static int known = -1;
+    if (known < 0) {
+        char version[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len = 0;
+        MPI_Get_library_version(version, &len);
+        known = strstr(version, "MPICH") != NULL;
+    }
+    return known;
 }
 
 #ifdef ALLREDUCE_INIT
