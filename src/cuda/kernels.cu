@@ -18,9 +18,11 @@
 
 namespace {
 
-__device__ __forceinline__ void store_release_sys(uint64_t *p, uint64_t v)
+// A fence.sc.sys before it (__threadfence_system) makes this store a
+// release: one fence for all the peers' flags instead of one per flag.
+__device__ __forceinline__ void store_relaxed_sys(uint64_t *p, uint64_t v)
 {
-    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
 // Polls are relaxed loads, and one acquire fence follows the last: the
@@ -50,7 +52,7 @@ __device__ bool barrier(const har_dev_args_t &a, uint64_t e)
         stop = 0;
         __threadfence_system();
         for (int p = 0; p < a.nranks; p++)
-            if (p != a.me) store_release_sys(flag(a.flags[p], a.me, blockIdx.x), e);
+            if (p != a.me) store_relaxed_sys(flag(a.flags[p], a.me, blockIdx.x), e);
         for (int p = 0; p < a.nranks && !stop; p++) {
             if (p == a.me) continue;
             for (unsigned spins = 1; load_relaxed_sys(flag(a.flags[a.me], p, blockIdx.x)) < e; spins++)
@@ -266,14 +268,15 @@ template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS)
     if (threadIdx.x == 0) stop = 0, differs = 0;
     __syncthreads();  // the whole block's stores come before thread 0's releases
     if (threadIdx.x == 0) {
-        __threadfence_system();
         for (int p = 0; p < a.nranks; p++) {
             if (p == a.me) continue;
             uint64_t *line = push_line(a.lines[p], a.me, blockIdx.x);
             *(volatile uint64_t *)(line + 1) = a.count;
             *(volatile uint64_t *)(line + 2) = a.sig;
-            store_release_sys(line, a.seq);
         }
+        __threadfence_system();  // the block's data and these headers before every number below
+        for (int p = 0; p < a.nranks; p++)
+            if (p != a.me) store_relaxed_sys(push_line(a.lines[p], a.me, blockIdx.x), a.seq);
     }
     // One thread per peer waits for its line: the peers are waited for at once.
     const int p = threadIdx.x;
