@@ -8,12 +8,14 @@
 # hosts-run's own bounds: a program that never ends (--timeout), and
 # hosts-run itself killed by SIGKILL.
 #
-# Open MPI keeps the survivors of a death alive with --enable-recovery; its
-# job then does not end by itself once a rank has died and the others have
-# finished, when the ranks run under daemons on other hosts (a plain MPI
-# program does the same), so those cases end by hosts-run's --timeout, which
-# is part of what they check. MPICH's Hydra ends the whole job when a rank
-# dies: there only the death, the job's end and the residue are checked.
+# Open MPI 4's launcher keeps the survivors of a death alive with
+# --enable-recovery; its job then does not end by itself once a rank has
+# died and the others have finished, when the ranks run under daemons on
+# other hosts (a plain MPI program does the same), so those cases end by
+# hosts-run's --timeout, which is part of what they check. MPICH's Hydra,
+# and Open MPI 5 (its TCP transport aborts on a lost peer unless the job
+# runs with ULFM), end the whole job when a rank dies: there only the
+# death, the job's end and the residue are checked.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/hosts/hosts.sh"
 victim="$bin/mpi/victim"
@@ -21,13 +23,14 @@ calls=20000   # working calls last far longer than any case needs; failed ones t
 # $run: hosts-run itself, not $hosts, which fails when daemons are left
 # for hosts-run's --timeout to kill, as some cases here must.
 run="$tmp/run"
-extra_run=""
-[ "$MPI_FLAVOUR" = mpich ] && extra_run="--preload '$bin/hosts/.libs/libucx_close.so'"
-printf '#!/bin/sh\nexec "%s" --mpi "%s" %s "$@"\n' "$hosts_run" "$MPI_FLAVOUR" "$extra_run" > "$run"
+printf '#!/bin/sh\nexec "%s" %s "$@"\n' "$hosts_run" "$hosts_args" > "$run"
 chmod +x "$run"
 recovery="" only=""
-[ "$MPI_FLAVOUR" = openmpi ] && recovery="--launcher-arg --enable-recovery"
-[ "$MPI_FLAVOUR" = mpich ] && only=" (MPICH: Hydra ends the job; the death, the end and the residue checked)"
+if [ "$launcher_kind" = orte ]; then
+    recovery="--launcher-arg --enable-recovery"
+else
+    only=" (the MPI ends the job; the death, the end and the residue checked)"
+fi
 shm_before=$(ls /dev/shm | grep -c '^har-')
 
 # No rank of the program, and no process at all after the teardown, may be
@@ -61,7 +64,7 @@ ranks="0 1 2 3"  # the job's ranks, for survivors
 survivors() {
     log="$1" dead="$2" pattern="$3" ok=0 lost=""
     for r in $ranks; do
-        [ "$r" != "$dead" ] && [ "$MPI_FLAVOUR" = openmpi ] && ! grep -q "victim: rank $r: failed at call" "$log" &&
+        [ "$r" != "$dead" ] && [ "$launcher_kind" = orte ] && ! grep -q "victim: rank $r: failed at call" "$log" &&
             lost_to_mpi "$log" $r && lost="$lost $r" &&
             echo "rank $r: lost to the MPI's TCP transport after a write to the dead rank"
     done
@@ -83,6 +86,15 @@ survivors_time() {  # the survivors failed within 5 s of each other
         { echo "the survivors failed too far apart"; return 1; }
 }
 
+# Where the MPI ends the job on a death, it failed (rc, from the last run).
+# Hydra always ends it itself. Open MPI 5's launcher mostly does, but once
+# every rank of a host was killed it was seen to keep the job until
+# hosts-run's --timeout after a survivor's MPI aborted, in one run of three
+# (why is not known): under it the time-out counts as the end.
+job_ended_by_mpi() {
+    [ "$rc" != 0 ] && { [ "$rc" != 124 ] || [ "$launcher_kind" = prrte ]; }
+}
+
 # --- a rank killed by har's test hook, at two moments ----------------------
 hook_kill() {  # hook_kill VICTIM:POINT[:N] HOST [RANKS PER HOST [HOSTS]]
     dead=${1%%:*} per=${3:-2} nh=${4:-2}
@@ -91,14 +103,14 @@ hook_kill() {  # hook_kill VICTIM:POINT[:N] HOST [RANKS PER HOST [HOSTS]]
     rc=$?
     cat "$tmp/log"
     grep -q "HAR_TEST_KILL: world rank $dead dies" "$tmp/log" && residue_ok "$tmp/log" "$victim" || return 1
-    if [ "$MPI_FLAVOUR" = openmpi ] && [ "$per" = 1 ]; then
+    if [ "$launcher_kind" = orte ] && [ "$per" = 1 ]; then
         # Its own MPI_Finalize may then wait for ever (DESIGN-NOTES 22):
         # the job ends by --timeout, after har's part.
         survivors "$tmp/log" "$dead" "rank $dead (world rank $dead, host $2) died (found by .*its connection across nodes"
-    elif [ "$MPI_FLAVOUR" = openmpi ]; then
+    elif [ "$launcher_kind" = orte ]; then
         survivors "$tmp/log" "$dead" "rank $dead (world rank $dead, host $2) died" finalized
     else
-        [ $rc != 0 ] && [ $rc != 124 ]  # Hydra ended the job itself
+        job_ended_by_mpi
     fi
 }
 hcheck "a rank on h1 killed in the ring (HAR_TEST_KILL=1:ring:2): the others fail naming it and its host$only" hook_kill 1:ring:2 h1
@@ -142,7 +154,7 @@ kill_in_h2() {
 }
 outside_kill() {  # outside_kill [hosts-run options]
     kill_in_h2 1 "$@" || return 1
-    if [ "$MPI_FLAVOUR" = openmpi ]; then
+    if [ "$launcher_kind" = orte ]; then
         # Open MPI's TCP transport may end a rank whose peer hung up (and
         # har then names that one, as the first death it learnt of): every
         # rank that came back from its call must have failed naming a dead
@@ -155,7 +167,7 @@ outside_kill() {  # outside_kill [hosts-run options]
         dead=$(sed -n 's/^har\[[0-9]* h[12]\] error: rank [0-9]*: rank \([0-3]\) (world rank [0-3], host h[12]) died.*/\1/p' "$tmp/log" | head -1)
         [ $n -ge 2 ] && [ -n "$dead" ] && survivors_time "$tmp/log"
     else
-        [ $rc != 0 ] && [ $rc != 124 ]
+        job_ended_by_mpi
     fi
 }
 hcheck "a rank on h2 killed by kill -9 in its host: the ranks that come back fail naming a dead rank and its host$only" outside_kill
@@ -170,8 +182,8 @@ freed_memory() {
     outside_kill --rate 100mbit || return 1
     ! grep -q "Bad address\|Segmentation fault\|FATAL" "$tmp/log"
 }
-if [ "$MPI_FLAVOUR" = mpich ]; then
-    tap_skip "killed mid-transfer (link at 100 Mbit/s): no survivor's MPI touches memory har freed" "MPICH's Hydra leaves no survivors"
+if [ "$launcher_kind" != orte ]; then
+    tap_skip "killed mid-transfer (link at 100 Mbit/s): no survivor's MPI touches memory har freed" "the MPI leaves no survivors"
 else
     hcheck "killed mid-transfer (link at 100 Mbit/s): no survivor's MPI writes to or reads from memory har freed" freed_memory
 fi
@@ -183,7 +195,7 @@ fi
 # least one must come back.
 whole_host_kill() {
     kill_in_h2 2 || return 1
-    if [ "$MPI_FLAVOUR" = openmpi ]; then
+    if [ "$launcher_kind" = orte ]; then
         n=0
         for r in $(sed -n 's/^victim: rank \([01]\): failed at call.*/\1/p' "$tmp/log"); do
             grep -q "^har\[$r .*rank [23] (world rank [23], host h2) died (found by rank [01] .*connection across nodes" "$tmp/log" ||
@@ -192,7 +204,7 @@ whole_host_kill() {
         done
         [ $n -ge 1 ] && survivors_time "$tmp/log"
     else
-        [ $rc != 0 ] && [ $rc != 124 ]
+        job_ended_by_mpi
     fi
 }
 hcheck "every rank of h2 killed at once: h1's ranks that come back fail naming a rank of h2, learnt from the death watch$only" \

@@ -3,18 +3,25 @@
 # saying why, where such hosts cannot be made.
 hosts_run="$top_srcdir/scripts/hosts-run"
 # $hosts N R -- PROGRAM...: the suite's way to run across hosts (a path, so
-# that `env VAR=value $hosts ...` works). It fails when hosts-run found a
-# process or a /dev/shm file left in a host after the launcher ended, or a
-# process in any of its namespaces after taking them down. MPICH's
-# ranks get the workaround for its MPI_Finalize over TCP
-# (tests/hosts/ucx_close.c).
+# that `env VAR=value $hosts ...` works), with this build's launcher. It
+# fails when hosts-run found a process or a /dev/shm file left in a host
+# after the launcher ended, or a process in any of its namespaces after
+# taking them down. MPICH 4.0 and 4.1's ranks get the workaround for their
+# MPI_Finalize over TCP (tests/hosts/ucx_close.c).
 hosts="$tmp/hosts-run"
-extra=""
-[ "$MPI_FLAVOUR" = mpich ] && extra="--preload '$bin/hosts/.libs/libucx_close.so'"
+# $hosts_args: what every hosts-run of the suite is given.
+hosts_args="--launcher '$MPIEXEC'"
+case "$MPI_FLAVOUR" in openmpi|mpich) hosts_args="$hosts_args --mpi $MPI_FLAVOUR" ;; esac
+case "$MPI_FLAVOUR:$("$MPIEXEC" --version 2>&1 | sed -n 's/^ *Version: *//p' | head -1)" in
+mpich:[0-3].*|mpich:4.[01]*) hosts_args="$hosts_args --preload '$bin/hosts/.libs/libucx_close.so'" ;;
+esac
+# orte (Open MPI 4), prrte (Open MPI 5) or hydra (MPICH): only Open MPI 4's
+# launcher keeps the survivors of a death running (--enable-recovery).
+launcher_kind=$(eval "\"$hosts_run\" $hosts_args --launcher-kind")
 cat > "$hosts" << EOF
 #!/usr/bin/env bash
 log=\$(mktemp)
-"$hosts_run" --mpi "$MPI_FLAVOUR" --timeout "\${HAR_TEST_TIMEOUT:-120}" $extra "\$@" 2>&1 | tee "\$log"
+"$hosts_run" $hosts_args --timeout "\${HAR_TEST_TIMEOUT:-120}" "\$@" 2>&1 | tee "\$log"
 s=\${PIPESTATUS[0]}
 if ! grep -q "; nothing left in any host" "\$log" || grep -q "left after teardown" "\$log"; then
     echo "hosts: something was left in a host"; [ \$s = 0 ] && s=3
