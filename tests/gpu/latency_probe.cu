@@ -20,6 +20,8 @@
 //   query_legacy cudaStreamQuery(cudaStreamLegacy) alone (how a resident
 //                design learns that the application's work is done)
 //   event_legacy the same learnt by an event recorded on that stream
+//   res_query_xchg res_xchg after cudaStreamQuery(cudaStreamLegacy): a
+//                resident design that keeps the legacy stream's order
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -103,9 +105,9 @@ static unsigned seq_shm, seq_flag;
 
 static void spin(volatile unsigned *p, unsigned v) { while (*p != v) {} }
 
-enum Mode { NONE, SHM, FLOOR, LAUNCH_FLAG, LAUNCH_XCHG, RES_FLAG, RES_XCHG, MEMOP_XCHG, FLOOR_BESIDE, QUERY_LEGACY, EVENT_LEGACY, NMODES };
+enum Mode { NONE, SHM, FLOOR, LAUNCH_FLAG, LAUNCH_XCHG, RES_FLAG, RES_XCHG, MEMOP_XCHG, FLOOR_BESIDE, QUERY_LEGACY, EVENT_LEGACY, RES_QUERY_XCHG, NMODES };
 static const char *names[] = {"none", "shm", "floor", "launch_flag", "launch_xchg", "res_flag", "res_xchg",
-                              "memop_xchg", "floor_beside", "query_legacy", "event_legacy"};
+                              "memop_xchg", "floor_beside", "query_legacy", "event_legacy", "res_query_xchg"};
 
 static unsigned res_seq;
 static cudaEvent_t legacy_done;
@@ -135,6 +137,7 @@ static void one(Mode m)
         spin(host_flag, s);
         break;
     }
+    case RES_QUERY_XCHG: CK(cudaStreamQuery(cudaStreamLegacy)); /* fall through */
     case RES_FLAG: case RES_XCHG: {
         unsigned s = ++res_seq;
         *(volatile unsigned *)host_post = s;
@@ -249,6 +252,7 @@ int main(int argc, char **argv)
     stop_resident(host_post, false);
     start_resident(dev_post, 1, 0);
     med[RES_XCHG] = run(RES_XCHG, iters);
+    med[RES_QUERY_XCHG] = run(RES_QUERY_XCHG, iters);
     stop_resident(host_post, false);
     start_resident(dev_post_d, 1, 0);
     med[MEMOP_XCHG] = run(MEMOP_XCHG, iters);
