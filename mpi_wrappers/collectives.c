@@ -4,7 +4,7 @@
  * (the blocking form with no request); nothing else lives here. */
 #include "collectives.h"
 
-#define HAR_EXPORT __attribute__((visibility("default")))
+#include "export.h"
 
 HAR_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {

@@ -7,7 +7,7 @@
 #include "collectives.h"
 #include "stage/requests.h"
 
-#define HAR_EXPORT __attribute__((visibility("default")))
+#include "export.h"
 
 HAR_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                               MPI_Comm comm, MPI_Request *request)

@@ -2,7 +2,7 @@
  * version and har's internals; nothing else lives here. */
 #include "entry.h"
 
-#define HAR_EXPORT __attribute__((visibility("default")))
+#include "export.h"
 
 HAR_EXPORT int MPI_Init(int *argc, char ***argv)
 {
