@@ -141,7 +141,11 @@ static int drain(MPI_Comm comm)
 }
 
 /* Cancels and frees what released states left (MPI_Comm_free is local in
- * practice, so doing it later on one rank is safe). */
+ * practice, so doing it later on one rank is safe). In MPI_Finalize the
+ * communicators stay for the MPI to free: a peer still in a call this rank
+ * left (an erroneous program, or one whose call failed) may send on them
+ * after any drain, and MPICH 5 aborts the freeing of a communicator with
+ * an unmatched message, where its MPI_Finalize does not mind one. */
 static void free_doomed(void)
 {
     if (!__atomic_load_n(&doomed.ncomms, __ATOMIC_RELAXED) && !__atomic_load_n(&doomed.nreqs, __ATOMIC_RELAXED))
@@ -156,7 +160,7 @@ static void free_doomed(void)
         PMPI_Cancel(&reqs[i]);
         PMPI_Request_free(&reqs[i]);
     }
-    for (size_t i = 0; i < ncomms; i++)
+    for (size_t i = 0; i < ncomms && !finalizing; i++)
         if (drain(comms[i])) PMPI_Comm_free(&comms[i]);
     free(comms);
     free(reqs);
