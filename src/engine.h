@@ -63,9 +63,11 @@ typedef struct har_engine {
      * device survey (NULL before one). Devices engines find there what
      * only they can (peer access, MPS, their library). */
     har_engine_state_t (*setup)(har_node_t *node, const har_gpu_t *gpu, void **engine);
-    /* Serves one call as planned; on a failure after peers were involved
-     * the communicator fails for good (comm/call.h). */
-    har_status_t (*run)(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan);
+    /* Serves one call as planned, adding to plan->paths any path it took
+     * that only the run can know (the resident push grid); on a failure
+     * after peers were involved the communicator fails for good
+     * (comm/call.h). */
+    har_status_t (*run)(void *engine, har_node_t *node, const har_call_t *call, har_plan_t *plan);
     /* Local: no MPI call. Every call has completed on every local rank
      * (the state's free meets its peers first). */
     void (*destroy)(void *engine);

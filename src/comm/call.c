@@ -312,7 +312,7 @@ static void corrupt_result(const har_node_t *node, const har_call_t *call)
 }
 #endif
 
-har_status_t har_comm_run(har_comm_t *c, const har_call_t *call, const har_plan_t *plan)
+har_status_t har_comm_run(har_comm_t *c, const har_call_t *call, har_plan_t *plan)
 {
     har_status_t st = har_engines[plan->engine]->run(c->eng[plan->engine].impl, &c->node, call, plan);
 #ifdef HAR_TEST_HOOKS

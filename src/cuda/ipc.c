@@ -45,14 +45,20 @@
 #include "engine.h"
 #include "inter/inter.h"
 
-/* What the push kernels write to host memory: per block, its last call
- * done, and the record of a peer whose call differed. */
+/* What the push kernels and the host tell each other in host memory: per
+ * block, its last call done, the record of a peer whose call differed and
+ * the last resident generation that ended; and the call posted to the
+ * resident grid, on a line of its own (block 0 polls it). */
 typedef struct {
     uint64_t done[HAR_DEV_PUSH_BLOCKS];
     uint64_t differs[4 * HAR_DEV_PUSH_BLOCKS];
+    uint64_t ended[HAR_DEV_PUSH_BLOCKS];
+    har_resident_call_t post __attribute__((aligned(HAR_DEV_LINE)));
 } push_host_t;
 
-#define PUSH_LINES ((size_t)HAR_DEV_MAX_RANKS * HAR_DEV_PUSH_BLOCKS * HAR_DEV_LINE)
+/* The idle time of HAR_DEVICE_RESIDENT=auto where it is on: ranks sharing
+ * a GPU under MPS, the machine it was measured on (docs/PERFORMANCE.md). */
+#define RESIDENT_AUTO_IDLE 50e-6
 
 typedef struct {
     int nranks, me, gpu;                 /* gpu: ordinal here of the GPU the segment is on */
@@ -85,6 +91,14 @@ typedef struct {
     push_host_t *push_host, *push_host_dev;  /* pinned and mapped: what the kernels tell the host */
     char *push_stage;                    /* device: a joining rank's input and output where its buffers are not
                                           * on this GPU (two regions), on first need */
+    /* The resident push grid (HAR_DEVICE_RESIDENT): on a non-blocking
+     * stream of its own, so that the application's legacy default stream
+     * never waits for it; each launch a new generation (0: none yet), of
+     * the type and op it serves. */
+    cudaStream_t resident_stream;
+    har_resident_relay_t *relay;         /* device */
+    uint64_t resident_idle_ns, resident_generation;
+    int resident_dtype, resident_op;
 } ipc_t;
 
 /* Pinned host memory on the GPU's NUMA node: the copies between them cross
@@ -121,6 +135,13 @@ static void ipc_destroy(void *engine)
         if (d->peer[r] && r != d->me) cudaIpcCloseMemHandle(d->peer[r]);
     if (d->base) cudaFree(d->base);
     if (d->stream) cudaStreamDestroy(d->stream);
+    if (d->resident_stream) {  /* a resident grid still waiting for calls ends now */
+        if (d->abort_host) *d->abort_host = 1;
+        cudaStreamSynchronize(d->resident_stream);
+        cudaGetLastError();
+        cudaStreamDestroy(d->resident_stream);
+    }
+    if (d->relay) cudaFree(d->relay);
     if (d->abort_host) cudaFreeHost((void *)d->abort_host);
     if (d->push_host) cudaFreeHost(d->push_host);
     if (d->push_stage) cudaFree(d->push_stage);
@@ -177,7 +198,7 @@ static int map_peers(ipc_t *d, const offer_t *offers, char *why, size_t why_len)
 }
 
 /* This rank's largest safe grid on its GPU (current): see har_plan_grid. */
-static int safe_grid(const har_node_t *node, const har_gpu_t *gpu, char *why, size_t why_len)
+static int safe_grid(const har_node_t *node, const har_gpu_t *gpu, int reserved, char *why, size_t why_len)
 {
     int per_sm = har_dev_blocks_per_sm(), gpu_sms = 0, ctx_sms = har_cuda_context_sms();
     if (har_gpu_check(cudaDeviceGetAttribute(&gpu_sms, cudaDevAttrMultiProcessorCount, gpu->ordinal),
@@ -191,13 +212,22 @@ static int safe_grid(const har_node_t *node, const har_gpu_t *gpu, char *why, si
      * namespaces), whose GPUs this node cannot know. Without that count
      * (MPI initialised behind har's back), this node's ranks on the GPU. */
     int job = har_machine_ranks(), clients = gpu->same_gpu + (job > node->local_size ? job - node->local_size : 0);
-    int grid = har_plan_grid(per_sm, ctx_sms, gpu_sms, clients, HAR_DEV_MAX_BLOCKS);
+    /* A resident grid stays beside each rank's kernels: its blocks come off. */
+    int grid = har_plan_grid(per_sm, ctx_sms, gpu_sms, clients, HAR_DEV_MAX_BLOCKS + reserved) - reserved;
     if (grid < 1)
         snprintf(why, why_len, "%d ranks may share a GPU where %d blocks fit at once", clients, per_sm * gpu_sms);
     HAR_LOG(HAR_LOG_DEBUG, "CUDA IPC engine: %d block(s) per multiprocessor, %d of %d multiprocessors for this "
-            "context, %d rank(s) may use this GPU: at most %d blocks per kernel", per_sm, ctx_sms, gpu_sms, clients,
-            grid);
+            "context, %d rank(s) may use this GPU, %d kept for a resident grid: at most %d blocks per kernel", per_sm,
+            ctx_sms, gpu_sms, clients, reserved, grid);
     return grid;
+}
+
+/* HAR_DEVICE_RESIDENT as this rank's idle time in ns; 0: no resident grid. */
+static uint64_t resident_idle_ns(const har_gpu_t *gpu)
+{
+    double idle = HAR_CFG(device_resident).d;
+    if (idle < 0) idle = gpu->shared_gpu && gpu->mps ? RESIDENT_AUTO_IDLE : 0;
+    return (uint64_t)(idle * 1e9);
 }
 
 static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void **engine)
@@ -234,8 +264,9 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         d->numa = har_pci_numa_node("/sys", gpu->bus);
         /* The push area only on one node: across nodes the pipeline serves. */
         d->push_region = node->nnodes == 1 ? (size_t)node->set->device_push_max : 0;
-        d->push_parity = d->push_region ? (PUSH_LINES + d->nranks * d->push_region + 4095) / 4096 * 4096 : 0;
+        d->push_parity = d->push_region ? (HAR_DEV_PUSH_LINES + d->nranks * d->push_region + 4095) / 4096 * 4096 : 0;
         d->slots_at = HAR_DEV_FLAG_BYTES + 2 * d->push_parity;
+        d->resident_idle_ns = d->push_region ? resident_idle_ns(gpu) : 0;
         size_t bytes = d->slots_at + (size_t)d->nslots * d->slot_bytes;
         uint32_t pattern[4] = {0x68617221u, (uint32_t)d->me, 0, 0};
         ok = har_gpu_enter(d->gpu, &scope) == HAR_OK &&
@@ -252,9 +283,15 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
              har_gpu_check(cudaHostAlloc((void **)&d->push_host, sizeof *d->push_host, cudaHostAllocMapped),
                            "cudaHostAlloc") == HAR_OK &&
              har_gpu_check(cudaHostGetDevicePointer((void **)&d->push_host_dev, d->push_host, 0),
-                           "mapped push flags") == HAR_OK;
+                           "mapped push flags") == HAR_OK &&
+             (!d->resident_idle_ns ||
+              (har_gpu_check(cudaStreamCreateWithFlags(&d->resident_stream, cudaStreamNonBlocking),
+                             "cudaStreamCreate") == HAR_OK &&
+               har_gpu_check(cudaMalloc((void **)&d->relay, sizeof *d->relay), "cudaMalloc (resident relay)") == HAR_OK &&
+               har_gpu_check(cudaMemset(d->relay, 0, sizeof *d->relay), "cudaMemset") == HAR_OK));
         if (!ok) snprintf(why, sizeof why, "a CUDA call failed (above), %zu bytes of GPU memory asked", bytes);
-        else ok = (d->max_blocks = safe_grid(node, gpu, why, sizeof why)) > 0;
+        else ok = (d->max_blocks = safe_grid(node, gpu, d->resident_idle_ns ? HAR_DEV_PUSH_BLOCKS : 0, why,
+                                             sizeof why)) > 0;
         if (ok) {
             *d->abort_host = 0;
             memset(d->push_host, 0, sizeof *d->push_host);
@@ -451,27 +488,104 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
     return har_gpu_wait(d->stream, node, &watch, "device");
 }
 
+/* Launches the next resident generation, of the given type and op; it
+ * starts once every block of the last one ended. */
+static har_status_t launch_resident(ipc_t *d, int dtype, int op)
+{
+    har_resident_args_t r;
+    memset(&r, 0, sizeof r);
+    for (int k = 0; k < d->nranks; k++) r.area[k] = d->peer[k] + HAR_DEV_FLAG_BYTES;
+    r.parity_bytes = d->push_parity;
+    r.region = d->push_region;
+    r.nranks = d->nranks;
+    r.me = d->me;
+    r.dtype = d->resident_dtype = dtype;
+    r.op = d->resident_op = op;
+    r.generation = ++d->resident_generation;
+    r.idle_ns = d->resident_idle_ns;
+    r.post = &d->push_host_dev->post;
+    r.relay = d->relay;
+    r.abort = d->abort_dev;
+    r.done = d->push_host_dev->done;
+    r.differs = d->push_host_dev->differs;
+    r.ended = d->push_host_dev->ended;
+    return har_gpu_check(har_dev_resident(&r, d->push_blocks, d->resident_stream), "resident kernel launch");
+}
+
+/* Has block b of the resident generation ended (idle, another pair, or
+ * stopped)? */
+static int resident_ended(const ipc_t *d, int block)
+{
+    return ((volatile const uint64_t *)d->push_host->ended)[block] == d->resident_generation;
+}
+
+/* Posts call a to the resident grid, launching a generation of its type
+ * and op first where none of them runs. */
+static har_status_t post_resident(ipc_t *d, const har_push_args_t *a)
+{
+    int running = d->resident_generation > 0 && d->resident_dtype == a->dtype && d->resident_op == a->op;
+    for (int b = 0; running && b < d->push_blocks; b++) running = !resident_ended(d, b);
+    har_status_t st = running ? HAR_OK : launch_resident(d, a->dtype, a->op);
+    har_resident_call_t *post = &d->push_host->post;
+    post->in = (uintptr_t)a->in;
+    post->out = (uintptr_t)a->out;
+    post->n = a->n;
+    post->count = a->count;
+    post->sig = a->sig;
+    post->elem = (uint32_t)a->elem;
+    post->dtype = (uint32_t)a->dtype;
+    post->op = (uint32_t)a->op;
+    post->aligned = (uint32_t)a->aligned;
+    __atomic_store_n(&post->seq, a->seq, __ATOMIC_RELEASE);  /* the other words first */
+    return st;
+}
+
 /* A push call in flight, as the host waits for it. */
 typedef struct {
-    const push_host_t *flags;
+    ipc_t *d;
     uint64_t seq;
-    int blocks;
+    int resident;       /* posted to the resident grid, not launched */
 } push_wait_t;
 
+/* 1 once every block did the call. If the resident grid ended before its
+ * blocks all took it (block 0's last look at the post came before the
+ * post), the next generation, launched here, serves it. Every block is
+ * looked at: a block that ended short of the call holds up the same block
+ * of every peer, and with it the blocks this rank is waiting for. */
 static int push_done(void *ctx)
 {
-    const push_wait_t *w = ctx;
-    for (int b = 0; b < w->blocks; b++)
-        if (((volatile const uint64_t *)w->flags->done)[b] != w->seq) return 0;
+    push_wait_t *w = ctx;
+    ipc_t *d = w->d;
+    int done = 1, ended_short = 0;
+    for (int b = 0; b < d->push_blocks; b++) {
+        if (((volatile const uint64_t *)d->push_host->done)[b] == w->seq) continue;
+        done = 0;
+        ended_short |= w->resident && resident_ended(d, b);
+    }
+    if (ended_short && launch_resident(d, d->resident_dtype, d->resident_op) != HAR_OK)
+        return -(int)cudaErrorLaunchFailure;
+    if (!done) return 0;
     __atomic_thread_fence(__ATOMIC_ACQUIRE);  /* the records of differences after the flags */
     return 1;
 }
 
+/* Has the application's legacy default stream nothing left to do? A
+ * launched kernel on har's stream waits for that work; a call posted to
+ * the resident grid cannot, so it is posted only then. */
+static int legacy_stream_idle(void)
+{
+    cudaError_t e = cudaStreamQuery(cudaStreamLegacy);
+    if (e != cudaSuccess && e != cudaErrorNotReady) cudaGetLastError();
+    return e == cudaSuccess;
+}
+
 /* One call by the push kernels (kernels.cu). Nothing waits for the peers
  * before the launch: the kernels do, and the host waits for their flags.
- * A rank whose buffers are not on this GPU (it joined peers that went
- * ahead: comm/call.c) runs the same kernel on copies. */
-static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call)
+ * Where the resident grid runs (HAR_DEVICE_RESIDENT), the call is posted
+ * to it instead of launched. A rank whose buffers are not on this GPU (it
+ * joined peers that went ahead: comm/call.c) runs the same kernel on
+ * copies. */
+static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call, int *resident)
 {
     har_push_args_t a;
     memset(&a, 0, sizeof a);
@@ -491,7 +605,7 @@ static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call)
     size_t parity = (size_t)(seq & 1) * d->push_parity;
     for (int r = 0; r < d->nranks; r++) {
         a.lines[r] = d->peer[r] + HAR_DEV_FLAG_BYTES + parity;
-        a.data[r] = a.lines[r] + PUSH_LINES;
+        a.data[r] = a.lines[r] + HAR_DEV_PUSH_LINES;
     }
     a.region = d->push_region;
     a.n = call->count;
@@ -507,11 +621,13 @@ static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call)
     a.abort = d->abort_dev;
     a.done = d->push_host_dev->done;
     a.differs = d->push_host_dev->differs;
-    if (st == HAR_OK) st = har_gpu_check(har_dev_push(&a, d->push_blocks, d->stream), "kernel launch");
+    *resident = st == HAR_OK && d->resident_idle_ns && here && legacy_stream_idle();
+    if (*resident) st = post_resident(d, &a);
+    else if (st == HAR_OK) st = har_gpu_check(har_dev_push(&a, d->push_blocks, d->stream), "kernel launch");
     if (st != HAR_OK) return st;  /* never pushed: its peers wait until the caller fails the segment */
     har_gpu_watch_t watch = {NULL, stop_kernels, d};
-    push_wait_t w = {d->push_host, seq, d->push_blocks};
-    st = har_gpu_wait_flags(d->stream, push_done, &w, node, &watch, "device");
+    push_wait_t w = {d, seq, *resident};
+    st = har_gpu_wait_flags(*resident ? d->resident_stream : d->stream, push_done, &w, node, &watch, "device");
     for (int b = 0; st == HAR_OK && b < d->push_blocks; b++) {
         const volatile uint64_t *rec = d->push_host->differs + 4 * b;
         if (rec[0] != seq) continue;
@@ -529,12 +645,15 @@ static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call)
     return st;
 }
 
-static har_status_t ipc_run(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan)
+static har_status_t ipc_run(void *engine, har_node_t *node, const har_call_t *call, har_plan_t *plan)
 {
     ipc_t *d = engine;
     har_gpu_scope_t scope;
+    int resident = 0;
     har_status_t st = har_gpu_enter(d->gpu, &scope);
-    if (st == HAR_OK) st = plan->paths & HAR_BIT(PUSH) ? run_push(d, node, call) : run_chunks(d, node, call, plan);
+    if (st == HAR_OK)
+        st = plan->paths & HAR_BIT(PUSH) ? run_push(d, node, call, &resident) : run_chunks(d, node, call, plan);
+    if (resident) plan->paths |= HAR_BIT(RESIDENT);
     har_gpu_leave(&scope);
     return st;
 }

@@ -220,8 +220,9 @@ static int one_call(const cand_t *c, const void *in, void *buf, size_t n)
         to_buf(buf, host_stage, n * opt.type->size);
 #ifdef HAR_BENCH_CUDA
         /* A copy from pageable memory may still be landing: it is this
-         * candidate's cost, not the next one's. */
-        cudaDeviceSynchronize();
+         * candidate's cost, not the next one's. (The legacy stream, not the
+         * device: har's resident grid, if any, is not this call's.) */
+        cudaStreamSynchronize(cudaStreamLegacy);
 #endif
         return rc;
     case RUN_NCCL:

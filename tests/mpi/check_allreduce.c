@@ -9,7 +9,7 @@
  *
  *   check_allreduce [--seed S] [--sample K] [--counts a,b,..] [--expect p1,p2]
  *                   [--comms N] [--no-mpi-cases] [--any-path] [--types t1,t2] [--ops o1,o2]
- *                   [--steps N] [--device [--mixed|--mixed-late] [--host-first] [--other-gpu]] [--managed]
+ *                   [--steps N] [--device [--mixed|--mixed-late] [--host-first] [--other-gpu] [--input-ready]] [--managed]
  * --expect across: the transport between nodes that the README's rule
  * gives for the call's size: HAR_INTER's, else doubling up to
  * HAR_DOUBLING_MAX bytes (default 64 KiB) and the ring above.
@@ -257,8 +257,10 @@ typedef struct { MPI_Comm comm; const char *name; uint64_t hash; } comm_t;
 /* --device: the call gets device copies of the buffers (built with
  * HAR_TEST_CUDA); with --mixed, odd world ranks keep host buffers; with
  * --managed, the copies are managed memory; with --other-gpu, they are on
- * the next GPU, not the current one. */
-static int use_device, mixed, managed, host_first, other_gpu;
+ * the next GPU, not the current one; with --input-ready, the test waits for
+ * its copies to land (the legacy default stream) before each call, as a
+ * CUDA-aware MPI asks (else har's own stream waits for them). */
+static int use_device, mixed, managed, host_first, other_gpu, input_ready;
 
 #ifdef HAR_TEST_CUDA
 static int my_gpu = -1, ngpus;
@@ -286,6 +288,8 @@ static int allreduce(const void *in, char *out, size_t bytes, int count, MPI_Dat
         if (other_gpu) {
             cudaDeviceSynchronize();  /* har's stream waits for the current GPU's work only */
             cudaSetDevice(my_gpu);
+        } else if (input_ready) {
+            cudaStreamSynchronize(cudaStreamLegacy);
         }
         int rc = MPI_Allreduce(din ? din : MPI_IN_PLACE, dout, count, t, op, comm);
         if (other_gpu) cudaSetDevice((my_gpu + 1) % ngpus);
@@ -424,6 +428,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--mixed-late")) mixed = 2;
         else if (!strcmp(argv[a], "--host-first")) host_first = 1;
         else if (!strcmp(argv[a], "--other-gpu")) other_gpu = 1;
+        else if (!strcmp(argv[a], "--input-ready")) input_ready = 1;
         else if (!strcmp(argv[a], "--steps") && a + 1 < argc) expect_steps = atol(argv[++a]);
         else if (!strcmp(argv[a], "--managed")) use_device = managed = 1;
         else if (!strcmp(argv[a], "--types") && a + 1 < argc) {
