@@ -95,13 +95,6 @@ static int parse_value(const har_var_desc_t *d, const char *text, har_value_t *v
     snprintf(v->s, sizeof v->s, "%s", text);
     v->i = 0;
     v->d = 0;
-    /* A size or a time whose default is auto also takes auto: har picks it (-1). */
-    if ((d->type == HAR_T_SIZE || d->type == HAR_T_SECONDS) && strcmp(d->def, "auto") == 0 &&
-        strcmp(text, "auto") == 0) {
-        v->i = -1;
-        v->d = -1;
-        return 1;
-    }
     switch (d->type) {
     case HAR_T_BOOL:
     case HAR_T_INT:
@@ -113,6 +106,11 @@ static int parse_value(const har_var_desc_t *d, const char *text, har_value_t *v
         }
         break;
     case HAR_T_SIZE:
+        if (strcmp(d->def, "auto") == 0 && strcmp(text, "auto") == 0) {  /* har picks it (-1) */
+            v->i = -1;
+            v->d = -1;
+            return 1;
+        }
         num = har_parse_size(text);
         if (num < 0) {
             snprintf(why, why_len, "not a size in bytes (a number, optionally with K, M or G)%s",
@@ -124,7 +122,7 @@ static int parse_value(const har_var_desc_t *d, const char *text, har_value_t *v
         errno = 0;
         num = strtod(text, &end);
         if (end == text || *end || errno || !isfinite(num)) {
-            snprintf(why, why_len, "not a number of seconds%s", strcmp(d->def, "auto") == 0 ? ", or auto" : "");
+            snprintf(why, why_len, "not a number of seconds");
             return 0;
         }
         break;

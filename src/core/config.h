@@ -14,7 +14,7 @@ enum { LOCAL = 0, RANK0 = 1 };
 #define HAR_GIB (1ll << 30)
 
 /* X(field, type, default, scope, min, max, choices, meaning). min and max
- * bound numbers (sizes in bytes; a size or a time whose default is "auto" also takes
+ * bound numbers (sizes in bytes; a size whose default is "auto" also takes
  * auto, read as -1: har picks); choices lists an ENUM's words, and for a
  * CHOICE is "plan" where only what a plan can choose is allowed (else any
  * path name). */
@@ -49,8 +49,8 @@ enum { LOCAL = 0, RANK0 = 1 };
       "largest message on device buffers reduced one-shot on a single node")                    \
     X(device_push_max, HAR_T_SIZE, "64K", RANK0, 0, 4 << 20, NULL,                              \
       "largest one-shot message on device buffers that the push kernels serve on a single node (no barrier, no host step; each rank keeps 2 x ranks x this much GPU memory for it); 0: never") \
-    X(device_resident, HAR_T_SECONDS, "auto", LOCAL, 0, 1, NULL,                               \
-      "seconds a resident grid of the push kernels waits for the next call before it ends (it serves calls posted through host memory: no kernel launch per call; the application's cudaDeviceSynchronize and cudaFree wait at most this long for it, and it holds 4 blocks of the GPU meanwhile); 0: none, every call launches its kernel; auto: 0.00005 where local ranks share a GPU under MPS (measured faster there), else 0") \
+    X(device_resident, HAR_T_SECONDS, "0", LOCAL, 0, 1, NULL,                                  \
+      "seconds a resident grid of the push kernels waits for the next call before it ends (it serves calls posted through host memory: no kernel launch per call; the application's cudaDeviceSynchronize and cudaFree wait at most this long for it, and it holds 4 blocks of the GPU meanwhile); 0: none, every call launches its kernel (measured faster: docs/PERFORMANCE.md)") \
     X(device_host_max, HAR_T_SIZE, "128K", RANK0, 0, 1ll << 50, NULL,                           \
       "where no tuning-table row fits, device messages across nodes of at most this size go through the host segment (one copy each way) rather than the kernels; 0: never") \
     X(device_pipeline, HAR_T_BOOL, "1", LOCAL, 0, 1, NULL,                                      \

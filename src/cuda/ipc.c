@@ -56,10 +56,6 @@ typedef struct {
     har_resident_call_t post __attribute__((aligned(HAR_DEV_LINE)));
 } push_host_t;
 
-/* The idle time of HAR_DEVICE_RESIDENT=auto where it is on: ranks sharing
- * a GPU under MPS, the machine it was measured on (docs/PERFORMANCE.md). */
-#define RESIDENT_AUTO_IDLE 50e-6
-
 typedef struct {
     int nranks, me, gpu;                 /* gpu: ordinal here of the GPU the segment is on */
     int max_blocks;                      /* the grid the node agreed */
@@ -222,14 +218,6 @@ static int safe_grid(const har_node_t *node, const har_gpu_t *gpu, int reserved,
     return grid;
 }
 
-/* HAR_DEVICE_RESIDENT as this rank's idle time in ns; 0: no resident grid. */
-static uint64_t resident_idle_ns(const har_gpu_t *gpu)
-{
-    double idle = HAR_CFG(device_resident).d;
-    if (idle < 0) idle = gpu->shared_gpu && gpu->mps ? RESIDENT_AUTO_IDLE : 0;
-    return (uint64_t)(idle * 1e9);
-}
-
 static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void **engine)
 {
     const char *what = "CUDA IPC engine", *instead = "device buffers take NCCL or the host segment";
@@ -266,7 +254,7 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         d->push_region = node->nnodes == 1 ? (size_t)node->set->device_push_max : 0;
         d->push_parity = d->push_region ? (HAR_DEV_PUSH_LINES + d->nranks * d->push_region + 4095) / 4096 * 4096 : 0;
         d->slots_at = HAR_DEV_FLAG_BYTES + 2 * d->push_parity;
-        d->resident_idle_ns = d->push_region ? resident_idle_ns(gpu) : 0;
+        d->resident_idle_ns = d->push_region ? (uint64_t)(HAR_CFG(device_resident).d * 1e9) : 0;
         size_t bytes = d->slots_at + (size_t)d->nslots * d->slot_bytes;
         uint32_t pattern[4] = {0x68617221u, (uint32_t)d->me, 0, 0};
         ok = har_gpu_enter(d->gpu, &scope) == HAR_OK &&

@@ -84,26 +84,31 @@ else
         check "$np ranks sharing a GPU under MPS: matrix through the kernels to 8 MiB (sampled, seed $seed)" \
             env HAR_TIMEOUT=120 HAR_REQUIRE_PATH=ipc $mpi $np "$prog" --device --counts $mcounts --sample 5 --seed $seed $ktypes --no-mpi-cases --expect ipc
     done
-    # Under MPS the push calls go to each rank's resident grid
-    # (HAR_DEVICE_RESIDENT=auto) where the input has landed: posted, not
-    # launched. Every type and op in turn: a grid serves one pair, and each
-    # change of pair ends it and launches the next.
     for np in 3 4 8; do
-        check "$np ranks sharing a GPU under MPS: the push kernels' resident grids, every type and op (sampled, seed $seed)" \
-            env HAR_TIMEOUT=120 $mpi $np "$prog" --device --counts 1,7,1000,8191 --sample 8 --seed $seed $ktypes --comms 2 --no-mpi-cases --input-ready --expect ipc,push,resident
+        check "$np ranks sharing a GPU under MPS: the push kernels, every type and op (sampled, seed $seed)" \
+            env HAR_TIMEOUT=120 $mpi $np "$prog" --device --counts 1,7,1000,8191 --sample 8 --seed $seed $ktypes --comms 2 --no-mpi-cases --expect ipc,push
     done
-    check "4 ranks under MPS, HAR_DEVICE_RESIDENT=0: the push kernels launched per call (sampled, seed $seed)" \
-        sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "calls per path" "$0" && ! grep "calls per path" "$0" | grep -qv " resident=0"' \
-        "$tmp/o" env HAR_TIMEOUT=120 HAR_VERBOSE=1 HAR_DEVICE_RESIDENT=0 $mpi 4 "$prog" --device --counts 1,7,1000,8191 --sample 6 --seed $seed $ktypes --no-mpi-cases --input-ready --expect ipc,push
     for np in 4 8; do
-        check "stress, $np ranks under MPS: 100000 calls to 16 KiB on the resident push grids, random delays, every result checked" \
-            env HAR_TIMEOUT=120 $mpi $np "$stress" --iters 100000 --small --seed $seed --expect push --expect resident
+        check "stress, $np ranks under MPS: 100000 calls to 16 KiB on the push kernels, random delays, every result checked" \
+            env HAR_TIMEOUT=120 $mpi $np "$stress" --iters 100000 --small --seed $seed --expect push
     done
-    # Grids that end after 20 us idle: the random delays (to 200 us) make
-    # them end and come back thousands of times, and some calls are posted
-    # just as block 0 takes its last look.
-    check "stress, 4 ranks under MPS, HAR_DEVICE_RESIDENT=0.00002: 100000 calls, grids ending and relaunched, every result checked" \
-        env HAR_TIMEOUT=120 HAR_DEVICE_RESIDENT=0.00002 $mpi 4 "$stress" --iters 100000 --small --seed $seed --expect push --expect resident
+    # The resident grid (HAR_DEVICE_RESIDENT, off by default): the calls
+    # whose input has landed are posted to it, not launched. Every type and
+    # op in turn: a grid serves one pair, and each change of pair ends it and
+    # launches the next. At 20 us idle, the random delays (to 200 us) make
+    # the grids end and come back thousands of times, and some calls are
+    # posted just as block 0 takes its last look.
+    resident="HAR_DEVICE_RESIDENT=0.0002"
+    for np in 3 8; do
+        check "$np ranks under MPS, $resident: the resident grids, every type and op (sampled, seed $seed)" \
+            env HAR_TIMEOUT=120 $resident $mpi $np "$prog" --device --counts 1,7,1000,8191 --sample 8 --seed $seed $ktypes --comms 2 --no-mpi-cases --input-ready --expect ipc,push,resident
+    done
+    for idle in 0.0002 0.00002; do
+        check "stress, 4 ranks under MPS, HAR_DEVICE_RESIDENT=$idle: 100000 calls on the resident grids, every result checked" \
+            env HAR_TIMEOUT=120 HAR_DEVICE_RESIDENT=$idle $mpi 4 "$stress" --iters 100000 --small --seed $seed --expect push --expect resident
+    done
+    check "stress, 4 ranks under MPS, $resident: input still written on the legacy default stream in 1 call in 4 (launched, not posted)" \
+        env HAR_TIMEOUT=120 $resident $mpi 4 "$stress" --iters 20000 --small --late-input --seed $seed --expect push
     check "stress, 4 ranks under MPS: input still written on the legacy default stream in 1 call in 4, every result checked" \
         env HAR_TIMEOUT=120 $mpi 4 "$stress" --iters 20000 --small --late-input --seed $seed --expect push
     check "3 ranks under MPS, another count on the last rank on the push kernels: found, no time-out" \
