@@ -28,7 +28,7 @@
 /* The test build's engine, which shows what adding one takes. */
 #ifdef HAR_TEST_HOOKS
 #define HAR_TEST_ENGINE_LIST(X) \
-    X(FAKE, fake, 1, "test build: every rank gathers every input and reduces it alone (src/core/fake_engine.c)")
+    X(FAKE, fake, 1, "test build: every rank gathers every input and reduces it alone (src/fake/fake_engine.c)")
 #else
 #define HAR_TEST_ENGINE_LIST(X)
 #endif
