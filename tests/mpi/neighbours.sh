@@ -65,7 +65,7 @@ done
 
 # The named fallback (as when ranks sit in different network namespaces):
 # the file is mode 0600, so another user cannot open it. (A process of the
-# same user can, as it can read the job's memory through /proc: README.)
+# same user can, as it can read the job's memory through /proc: docs/SECURITY.md.)
 if [ -n "$nobody" ]; then
     attack nobody 3 HAR_TEST_NO_SOCKET=1 HAR_TEST_STALL=0:segment-named:1.5
     rc=$?
