@@ -1,78 +1,22 @@
-/* Open MPI's Fortran spellings (mpif.h, `use mpi` and `use mpi_f08`) of
- * MPI_IALLREDUCE, of its persistent all-reduce (MPIX_ALLREDUCE_INIT in 4.1,
- * MPI_ALLREDUCE_INIT from 5.0), and of the calls
- * that complete, start and free requests. Open MPI's own Fortran bindings
- * call PMPI_* directly, so without these a Fortran program's MPI_WAIT would
- * never pass through har and a staged request's results would never reach
- * the device. Each converts the Fortran handles (MPI_*_f2c, MPI_*_c2f) and
- * Open MPI's Fortran sentinels, then calls the same internal as the C entry
- * point. Open MPI names each of its mpif.h and `use mpi` calls four ways
- * (MPI_WAIT, mpi_wait, mpi_wait_, mpi_wait__), and its mpi_f08 one a fifth
- * (mpi_wait_f08_, whose arguments are the same: an f08 handle is a derived
- * type holding the integer handle, TYPE(MPI_Status) has the layout of
- * MPI_STATUS_SIZE integers, the sentinels are the same common blocks, and
- * an absent OPTIONAL ierror is a null pointer): so does har.
- *
- * MPICH 4.0: its mpif.h and `use mpi` bindings, and the buffer-taking
- * calls of mpi_f08, call the C MPI_* functions, which are har's; but its
- * mpi_f08 completion calls (mpi_wait_f08_, ...) call PMPI_* directly. har
- * replaces those (the f08 spelling alone) with the same code: MPICH's f08
- * TYPE(MPI_Status) has the C status's layout too, and its
- * MPI_STATUS_IGNORE and MPI_STATUSES_IGNORE are the objects that
- * MPI_F08_STATUS_IGNORE and MPI_F08_STATUSES_IGNORE point to. An index
- * comes back counted from 1, as the standard says (MPICH 4.0.2's own
- * mpi_f08 MPI_Waitany and MPI_Testany count from 0). */
+/* The Fortran entry points of MPI_IALLREDUCE, of the persistent
+ * all-reduce (MPIX_ALLREDUCE_INIT in Open MPI 4.1, MPI_ALLREDUCE_INIT from
+ * 5.0), and of the calls that complete, start and free requests, in the
+ * spellings fortran.h gives. Open MPI's own Fortran bindings of all of them,
+ * and MPICH's mpi_f08 completion calls, call PMPI_* directly, so without
+ * these a Fortran program's MPI_WAIT would never pass through har and a
+ * staged request's results would never reach the device. Each converts the
+ * Fortran handles (MPI_*_f2c, MPI_*_c2f) and sentinels, then calls the same
+ * internal as the C entry point. In every spelling the arguments are the
+ * same: an f08 handle is a derived type holding the integer handle,
+ * TYPE(MPI_Status) has the layout of MPI_STATUS_SIZE integers in Open MPI
+ * and of the C status in MPICH, and an absent OPTIONAL ierror is a null
+ * pointer. An index comes back counted from 1, as the standard says
+ * (MPICH 4.0.2's own mpi_f08 MPI_Waitany and MPI_Testany count from 0). */
 #include "collectives.h" /* mpi.h: OPEN_MPI, MPICH */
 #if defined(OPEN_MPI) || defined(MPICH)
-#include <dlfcn.h>
 #include <stdlib.h>
 #include "stage/requests.h"
-
-#define SPELLING(fn, name) extern __typeof__(fn) name __attribute__((alias(#fn), visibility("default")));
-#ifdef OPEN_MPI
-#define SPELLINGS(fn, UPPER, lower)                                                                           \
-    SPELLING(fn, UPPER) SPELLING(fn, lower) SPELLING(fn, lower##_) SPELLING(fn, lower##__) SPELLING(fn, lower##_f08_)
-#else
-#define SPELLINGS(fn, UPPER, lower) SPELLING(fn, lower##_f08_)
-#endif
-
-#ifdef OPEN_MPI
-
-/* The address of one of Open MPI's Fortran sentinels (MPI_IN_PLACE,
- * MPI_STATUS_IGNORE... are common blocks whose addresses the C side
- * compares against), under whichever name its build mangled it to. */
-static void *sentinel(const char *const names[4], void **cache)
-{
-    void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
-    for (int i = 0; !p && i < 4; i++) p = dlsym(RTLD_DEFAULT, names[i]);
-    if (!p) p = (void *)-1;  /* not found: compares unequal to every buffer */
-    __atomic_store_n(cache, p, __ATOMIC_RELEASE);
-    return p;
-}
-#define SENTINEL(lower, UPPER)                                                                 \
-    static void *lower(void)                                                                   \
-    {                                                                                          \
-        static void *cache;                                                                    \
-        static const char *const names[4] = {#lower "_", #lower, #lower "__", #UPPER};         \
-        return sentinel(names, &cache);                                                        \
-    }
-SENTINEL(mpi_fortran_in_place, MPI_FORTRAN_IN_PLACE)
-SENTINEL(mpi_fortran_bottom, MPI_FORTRAN_BOTTOM)
-SENTINEL(mpi_fortran_status_ignore, MPI_FORTRAN_STATUS_IGNORE)
-SENTINEL(mpi_fortran_statuses_ignore, MPI_FORTRAN_STATUSES_IGNORE)
-#define STATUS_IGNORE() mpi_fortran_status_ignore()
-#define STATUSES_IGNORE() mpi_fortran_statuses_ignore()
-
-static void *c_buffer(void *p)
-{
-    if (p == mpi_fortran_in_place()) return MPI_IN_PLACE;
-    if (p == mpi_fortran_bottom()) return MPI_BOTTOM;
-    return p;
-}
-#else
-#define STATUS_IGNORE() ((void *)MPI_F08_STATUS_IGNORE)
-#define STATUSES_IGNORE() ((void *)MPI_F08_STATUSES_IGNORE)
-#endif
+#include "fortran.h"
 
 static void set_ierr(MPI_Fint *ierr, int rc)
 {
@@ -82,7 +26,7 @@ static void set_ierr(MPI_Fint *ierr, int rc)
 /* A status back to Fortran, unless the caller passed MPI_STATUS_IGNORE. */
 static void status_out(const MPI_Status *c, MPI_Fint *f)
 {
-    if ((void *)f != STATUS_IGNORE()) PMPI_Status_c2f(c, f);
+    if (!har_fortran_status_ignored(f)) PMPI_Status_c2f(c, f);
 }
 
 /* An array of C handles for an array of Fortran requests (on the stack
@@ -124,7 +68,7 @@ static int no_memory(MPI_Fint *ierr)
 /* statuses[k] for k < n back to Fortran (each MPI_STATUS_SIZE integers). */
 static void statuses_out(const MPI_Status *c, MPI_Fint *f, int n)
 {
-    if ((void *)f == STATUSES_IGNORE()) return;
+    if (har_fortran_statuses_ignored(f)) return;
     for (int k = 0; k < n; k++) PMPI_Status_c2f(&c[k], f + k * (int)(sizeof(MPI_Status) / sizeof(int)));
 }
 
@@ -133,12 +77,12 @@ static void f_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint
                          MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 {
     MPI_Request req;
-    int rc = har_iallreduce(c_buffer(sendbuf), c_buffer(recvbuf), (int)*count, PMPI_Type_f2c(*datatype),
+    int rc = har_iallreduce(har_fortran_buffer(sendbuf, 1), har_fortran_buffer(recvbuf, 0), (int)*count, PMPI_Type_f2c(*datatype),
                             PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm), &req, HAR_BINDING_INT);
     set_ierr(ierr, rc);
     if (rc == MPI_SUCCESS) *request = PMPI_Request_c2f(req);
 }
-SPELLINGS(f_iallreduce, MPI_IALLREDUCE, mpi_iallreduce)
+HAR_FORTRAN_SPELLINGS(f_iallreduce, MPI_IALLREDUCE, mpi_iallreduce)
 
 #ifdef HAR_HAVE_ALLREDUCE_INIT
 /* MPI_ALLREDUCE_INIT(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, INFO,
@@ -148,15 +92,15 @@ static void f_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_
                              MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
     MPI_Request req;
-    int rc = har_allreduce_init(c_buffer(sendbuf), c_buffer(recvbuf), (int)*count, PMPI_Type_f2c(*datatype),
+    int rc = har_allreduce_init(har_fortran_buffer(sendbuf, 1), har_fortran_buffer(recvbuf, 0), (int)*count, PMPI_Type_f2c(*datatype),
                                 PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info), &req, HAR_BINDING_INT);
     set_ierr(ierr, rc);
     if (rc == MPI_SUCCESS) *request = PMPI_Request_c2f(req);
 }
 #ifdef HAR_ALLREDUCE_INIT_IS_MPIX
-SPELLINGS(f_allreduce_init, MPIX_ALLREDUCE_INIT, mpix_allreduce_init)
+HAR_FORTRAN_SPELLINGS(f_allreduce_init, MPIX_ALLREDUCE_INIT, mpix_allreduce_init)
 #else
-SPELLINGS(f_allreduce_init, MPI_ALLREDUCE_INIT, mpi_allreduce_init)
+HAR_FORTRAN_SPELLINGS(f_allreduce_init, MPI_ALLREDUCE_INIT, mpi_allreduce_init)
 #endif
 #endif
 #endif
@@ -171,7 +115,7 @@ static void f_wait(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr)
     *request = PMPI_Request_c2f(req);
     status_out(&st, status);
 }
-SPELLINGS(f_wait, MPI_WAIT, mpi_wait)
+HAR_FORTRAN_SPELLINGS(f_wait, MPI_WAIT, mpi_wait)
 
 static void f_test(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
 {
@@ -184,7 +128,7 @@ static void f_test(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint
     *request = PMPI_Request_c2f(req);
     status_out(&st, status);
 }
-SPELLINGS(f_test, MPI_TEST, mpi_test)
+HAR_FORTRAN_SPELLINGS(f_test, MPI_TEST, mpi_test)
 
 static void f_waitall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *statuses, MPI_Fint *ierr)
 {
@@ -196,7 +140,7 @@ static void f_waitall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *statuses, M
     reqs_out(&r, rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS ? n : 0, requests);
     if (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) statuses_out(r.st, statuses, n);
 }
-SPELLINGS(f_waitall, MPI_WAITALL, mpi_waitall)
+HAR_FORTRAN_SPELLINGS(f_waitall, MPI_WAITALL, mpi_waitall)
 
 static void f_testall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *flag, MPI_Fint *statuses, MPI_Fint *ierr)
 {
@@ -209,7 +153,7 @@ static void f_testall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *flag, MPI_F
     reqs_out(&r, rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS ? n : 0, requests);
     if ((rc == MPI_SUCCESS && done) || rc == MPI_ERR_IN_STATUS) statuses_out(r.st, statuses, n);
 }
-SPELLINGS(f_testall, MPI_TESTALL, mpi_testall)
+HAR_FORTRAN_SPELLINGS(f_testall, MPI_TESTALL, mpi_testall)
 
 /* Fortran counts from 1: a completed request's index is one more. */
 static void f_waitany(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_Fint *status, MPI_Fint *ierr)
@@ -224,7 +168,7 @@ static void f_waitany(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_
     *index = i == MPI_UNDEFINED ? MPI_UNDEFINED : i + 1;
     status_out(&r.st[0], status);
 }
-SPELLINGS(f_waitany, MPI_WAITANY, mpi_waitany)
+HAR_FORTRAN_SPELLINGS(f_waitany, MPI_WAITANY, mpi_waitany)
 
 static void f_testany(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_Fint *flag, MPI_Fint *status,
                       MPI_Fint *ierr)
@@ -240,7 +184,7 @@ static void f_testany(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_
     *index = i == MPI_UNDEFINED ? MPI_UNDEFINED : i + 1;
     status_out(&r.st[0], status);
 }
-SPELLINGS(f_testany, MPI_TESTANY, mpi_testany)
+HAR_FORTRAN_SPELLINGS(f_testany, MPI_TESTANY, mpi_testany)
 
 static void some(int wait, MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, MPI_Fint *indices,
                  MPI_Fint *statuses, MPI_Fint *ierr)
@@ -270,14 +214,14 @@ static void f_waitsome(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount
 {
     some(1, incount, requests, outcount, indices, statuses, ierr);
 }
-SPELLINGS(f_waitsome, MPI_WAITSOME, mpi_waitsome)
+HAR_FORTRAN_SPELLINGS(f_waitsome, MPI_WAITSOME, mpi_waitsome)
 
 static void f_testsome(MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outcount, MPI_Fint *indices,
                        MPI_Fint *statuses, MPI_Fint *ierr)
 {
     some(0, incount, requests, outcount, indices, statuses, ierr);
 }
-SPELLINGS(f_testsome, MPI_TESTSOME, mpi_testsome)
+HAR_FORTRAN_SPELLINGS(f_testsome, MPI_TESTSOME, mpi_testsome)
 
 static void f_request_get_status(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
 {
@@ -287,7 +231,7 @@ static void f_request_get_status(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *st
     *flag = done != 0;
     if (rc == MPI_SUCCESS && done) status_out(&st, status);
 }
-SPELLINGS(f_request_get_status, MPI_REQUEST_GET_STATUS, mpi_request_get_status)
+HAR_FORTRAN_SPELLINGS(f_request_get_status, MPI_REQUEST_GET_STATUS, mpi_request_get_status)
 
 static void f_request_free(MPI_Fint *request, MPI_Fint *ierr)
 {
@@ -296,7 +240,7 @@ static void f_request_free(MPI_Fint *request, MPI_Fint *ierr)
     set_ierr(ierr, rc);
     if (rc == MPI_SUCCESS) *request = PMPI_Request_c2f(MPI_REQUEST_NULL);
 }
-SPELLINGS(f_request_free, MPI_REQUEST_FREE, mpi_request_free)
+HAR_FORTRAN_SPELLINGS(f_request_free, MPI_REQUEST_FREE, mpi_request_free)
 
 static void f_start(MPI_Fint *request, MPI_Fint *ierr)
 {
@@ -305,7 +249,7 @@ static void f_start(MPI_Fint *request, MPI_Fint *ierr)
     set_ierr(ierr, rc);
     if (rc == MPI_SUCCESS) *request = PMPI_Request_c2f(req);  /* a start may hand back another handle */
 }
-SPELLINGS(f_start, MPI_START, mpi_start)
+HAR_FORTRAN_SPELLINGS(f_start, MPI_START, mpi_start)
 
 static void f_startall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *ierr)
 {
@@ -316,6 +260,6 @@ static void f_startall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *ierr)
     set_ierr(ierr, rc);
     reqs_out(&r, n, requests);
 }
-SPELLINGS(f_startall, MPI_STARTALL, mpi_startall)
+HAR_FORTRAN_SPELLINGS(f_startall, MPI_STARTALL, mpi_startall)
 
 #endif
