@@ -653,6 +653,5 @@ const har_engine_t har_engine_ipc = {
     .can = {.path = HAR_PATH_IPC, .takes = HAR_TAKES_DEVICE,
             .shots = HAR_BIT(ONE_SHOT) | HAR_BIT(TWO_SHOT) | HAR_BIT(PUSH),
             .kernel_types = 1, .across = HAR_BIT(RAILS), .shared_gpu = 1, .max_local = HAR_DEV_MAX_RANKS,
-            .rank = 1, .device_slot = 1, .first_from = HAR_NO_SETTING, .first_across_max = HAR_NO_SETTING,
-            .one_shot_max = offsetof(har_settings_t, device_one_shot_max)},
+            .rank = 1, .device_slot = 1, .one_shot_max = HAR_SETTING(device_one_shot_max)},
     .setup = ipc_setup, .run = ipc_run, .destroy = ipc_destroy};

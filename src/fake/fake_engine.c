@@ -40,6 +40,5 @@ static void fake_destroy(void *engine) { (void)engine; }
 
 const har_engine_t har_engine_fake = {
     .can = {.path = HAR_PATH_FAKE, .takes = HAR_TAKES_HOST | HAR_TAKES_DEVICE, .shared_gpu = 1, .forced_only = 1,
-            .rank = 9, .first_from = HAR_NO_SETTING, .first_across_max = HAR_NO_SETTING,
-            .one_shot_max = HAR_NO_SETTING},
+            .rank = 9},
     .setup = fake_setup, .run = fake_run, .destroy = fake_destroy};

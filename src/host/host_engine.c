@@ -254,7 +254,6 @@ static void host_destroy(void *engine) { (void)engine; }
 const har_engine_t har_engine_host_segment = {
     .can = {.path = HAR_PATH_HOST_SEGMENT, .takes = HAR_TAKES_HOST | HAR_TAKES_DEVICE,
             .shots = HAR_BIT(ONE_SHOT) | HAR_BIT(TWO_SHOT), .across = HAR_BIT(RAILS) | HAR_BIT(LEADER),
-            .shared_gpu = 1, .checked = 1, .streams = 1, .rank = 3, .first_from = HAR_NO_SETTING,
-            .first_across_max = offsetof(har_settings_t, device_host_max),
-            .one_shot_max = offsetof(har_settings_t, one_shot_max)},
+            .shared_gpu = 1, .checked = 1, .streams = 1, .rank = 3,
+            .first_across_max = HAR_SETTING(device_host_max), .one_shot_max = HAR_SETTING(one_shot_max)},
     .setup = host_setup, .run = host_run, .destroy = host_destroy, .preload = host_preload};

@@ -181,6 +181,5 @@ static har_status_t nccl_run(void *engine, har_node_t *node, const har_call_t *c
 const har_engine_t har_engine_nccl = {
     .can = {.path = HAR_PATH_NCCL, .takes = HAR_TAKES_DEVICE, .kernel_types = 1,
             .ops = HAR_OP_BIT(SUM) | HAR_OP_BIT(PROD) | HAR_OP_BIT(MIN) | HAR_OP_BIT(MAX), .rank = 2,
-            .first_from = offsetof(har_settings_t, nccl_min_bytes), .first_across_max = HAR_NO_SETTING,
-            .one_shot_max = HAR_NO_SETTING},
+            .first_from = HAR_SETTING(nccl_min_bytes)},
     .setup = nccl_setup, .run = nccl_run, .destroy = nccl_destroy};

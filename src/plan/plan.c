@@ -37,7 +37,7 @@ int har_plan_declines(uint64_t bytes, const har_settings_t *s)
 
 static long long setting(const har_settings_t *s, ptrdiff_t at)
 {
-    return at == HAR_NO_SETTING ? 0 : *(const long long *)((const char *)s + at);
+    return at ? *(const long long *)((const char *)s + at - 1) : 0;
 }
 
 const char *har_plan_why_not(const har_engine_traits_t *e, const har_plan_in_t *in, const har_settings_t *s)

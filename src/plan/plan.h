@@ -48,7 +48,9 @@ HAR_HIDDEN void har_settings_from(const har_config_t *cfg, har_settings_t *s);
  * rule the plan applies to it. What only its set-up can find out (peer
  * access, MPS, a library that loads) the node agrees on there. */
 enum { HAR_TAKES_HOST = 1, HAR_TAKES_DEVICE = 2 };
-#define HAR_NO_SETTING ((ptrdiff_t)-1)
+/* A setting an engine's trait names: a long long of har_settings_t, by its
+ * place plus one, so that a trait left out (zero) names none. */
+#define HAR_SETTING(field) ((ptrdiff_t)offsetof(har_settings_t, field) + 1)
 typedef struct {
     int path;                   /* its path, HAR_PATH_x */
     unsigned takes;             /* HAR_TAKES_HOST: any buffers, copied in and out; HAR_TAKES_DEVICE: device
@@ -66,7 +68,7 @@ typedef struct {
                                  * buffers: nobody else reads its slot, so no copy of the whole vector
                                  * goes in or out of it (inter.h) */
     /* The thresholds' order: engines by rank, lowest first, except that one
-     * whose first_from setting (an offset into har_settings_t) is above 0
+     * whose first_from setting (HAR_SETTING; 0: none) is above 0
      * comes first for calls of at least that many bytes, and one whose
      * first_across_max setting is above 0 first for calls on device
      * buffers across nodes of at most that many; one-shot is preferred up
