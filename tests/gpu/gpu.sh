@@ -105,7 +105,7 @@ else
     done
     for idle in 0.0002 0.00002; do
         check "stress, 4 ranks under MPS, HAR_DEVICE_RESIDENT=$idle: 100000 calls on the resident grids, every result checked" \
-            env HAR_TIMEOUT=120 HAR_DEVICE_RESIDENT=$idle $mpi 4 "$stress" --iters 100000 --small --seed $seed --expect push --expect resident
+            env HAR_TIMEOUT=120 HAR_DEVICE_RESIDENT=$idle $mpi 4 "$stress" --iters 100000 --small --input-ready --seed $seed --expect push --expect resident
     done
     check "stress, 4 ranks under MPS, $resident: input still written on the legacy default stream in 1 call in 4 (launched, not posted)" \
         env HAR_TIMEOUT=120 $resident $mpi 4 "$stress" --iters 20000 --small --late-input --seed $seed --expect push

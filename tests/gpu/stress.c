@@ -2,6 +2,7 @@
  * random sizes, random delays before some ranks' calls, every result
  * checked exactly (small integers in floats, so sums are exact).
  *   stress [--iters N] [--seed S] [--expect PATH]... [--host-first] [--hog SECONDS] [--small] [--late-input]
+ *          [--input-ready]
  * --small: every call up to 4096 floats (16 KiB), the push kernels' sizes;
  * else one call in 8 up to 1 MiB.
  * --host-first: a host all-reduce on the world before the GPU is picked, and
@@ -13,6 +14,10 @@
  * --late-input: in one call in 4 (each rank its own), the input is still
  * being written by a kernel on the legacy default stream that waits 20 us
  * first, when MPI_Allreduce is called: har must read it after that kernel.
+ * --input-ready: every other call's input copy is waited for (the legacy
+ * default stream synchronised) before MPI_Allreduce, as a CUDA-aware MPI
+ * asks, so that a resident grid may serve it; without it the copy from
+ * pageable memory may still be landing, and har's stream must wait for it.
  *   stress --probe   exit 0 if a GPU is visible and this process can use it
  *                    (a context, an allocation: a broken MPS server fails
  *                    here), 77 if none is visible (1 if HAR_TEST_REQUIRE_GPU=1) */
@@ -50,12 +55,13 @@ int main(int argc, char **argv)
     }
     long iters = 100000;
     uint64_t seed = 1;
-    int expect[4], nexpect = 0, host_first = 0, small = 0, late_input = 0;
+    int expect[4], nexpect = 0, host_first = 0, small = 0, late_input = 0, input_ready = 0;
     double hog = 0;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--host-first")) host_first = 1;
         else if (!strcmp(argv[a], "--small")) small = 1;
         else if (!strcmp(argv[a], "--late-input")) late_input = 1;
+        else if (!strcmp(argv[a], "--input-ready")) input_ready = 1;
         else if (a + 1 < argc && !strcmp(argv[a], "--hog")) hog = atof(argv[++a]);
         else if (a + 1 < argc && !strcmp(argv[a], "--iters")) iters = atol(argv[++a]);
         else if (a + 1 < argc && !strcmp(argv[a], "--seed")) seed = strtoull(argv[++a], NULL, 10);
@@ -112,11 +118,8 @@ int main(int argc, char **argv)
             }
             late_calls++;
         } else {
-            /* A copy from pageable memory may return before it lands: waited
-             * for, as a CUDA-aware MPI asks, so that a resident grid may
-             * serve the call (--late-input leaves the wait to har). */
             cudaMemcpy(dev, host, (size_t)n * sizeof *host, cudaMemcpyHostToDevice);
-            cudaStreamSynchronize(cudaStreamLegacy);
+            if (input_ready) cudaStreamSynchronize(cudaStreamLegacy);
         }
         if (r % 16 == 0) {
             struct timespec ts = {0, (long)(r >> 40) % 200000};  /* up to 200 us late */
