@@ -132,6 +132,9 @@ static void ipc_destroy(void *engine)
     if (d->base) cudaFree(d->base);
     if (d->stream) cudaStreamDestroy(d->stream);
     if (d->resident_stream) {  /* a resident grid still waiting for calls ends now */
+        /* Relaunches are the grid's cost: one per call means it idles out between calls. */
+        HAR_LOG(HAR_LOG_INFO, "resident grid: %llu generation(s) launched for %llu push call(s)",
+                (unsigned long long)d->resident_generation, (unsigned long long)d->push_seq);
         if (d->abort_host) *d->abort_host = 1;
         cudaStreamSynchronize(d->resident_stream);
         cudaGetLastError();
