@@ -35,6 +35,7 @@
  * barrier every peer passes only once done reading chunk c), and two host
  * buffers alternate (the stream orders a buffer's copy back before the next
  * copy into it). */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
@@ -97,6 +98,11 @@ typedef struct {
     int resident_dtype, resident_op;
 } ipc_t;
 
+/* The engine whose communicator holds this process's resident grid: the
+ * blocks every kernel grid leaves free (safe_grid) make room for one grid
+ * per rank, so a second communicator's calls are launched instead. */
+static ipc_t *_Atomic resident_owner;
+
 /* Pinned host memory on the GPU's NUMA node: the copies between them cross
  * no socket link. */
 static har_status_t pinned_alloc(char **p, size_t bytes, int numa, const char *what)
@@ -140,6 +146,8 @@ static void ipc_destroy(void *engine)
         cudaGetLastError();
         cudaStreamDestroy(d->resident_stream);
     }
+    ipc_t *owner = d;
+    atomic_compare_exchange_strong(&resident_owner, &owner, NULL);
     if (d->relay) cudaFree(d->relay);
     if (d->abort_host) cudaFreeHost((void *)d->abort_host);
     if (d->push_host) cudaFreeHost(d->push_host);
@@ -257,7 +265,13 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         d->push_region = node->nnodes == 1 ? (size_t)node->set->device_push_max : 0;
         d->push_parity = d->push_region ? (HAR_DEV_PUSH_LINES + d->nranks * d->push_region + 4095) / 4096 * 4096 : 0;
         d->slots_at = HAR_DEV_FLAG_BYTES + 2 * d->push_parity;
-        d->resident_idle_ns = d->push_region ? (uint64_t)(HAR_CFG(device_resident).d * 1e9) : 0;
+        /* Every rank's grid leaves room for a resident grid where the
+         * setting asks for one (the same on every rank), whichever of its
+         * communicators holds it. */
+        int reserve = d->push_region && HAR_CFG(device_resident).d > 0 ? HAR_DEV_PUSH_BLOCKS : 0;
+        ipc_t *none = NULL;
+        if (reserve && atomic_compare_exchange_strong(&resident_owner, &none, d))
+            d->resident_idle_ns = (uint64_t)(HAR_CFG(device_resident).d * 1e9);
         size_t bytes = d->slots_at + (size_t)d->nslots * d->slot_bytes;
         uint32_t pattern[4] = {0x68617221u, (uint32_t)d->me, 0, 0};
         ok = har_gpu_enter(d->gpu, &scope) == HAR_OK &&
@@ -281,8 +295,7 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
                har_gpu_check(cudaMalloc((void **)&d->relay, sizeof *d->relay), "cudaMalloc (resident relay)") == HAR_OK &&
                har_gpu_check(cudaMemset(d->relay, 0, sizeof *d->relay), "cudaMemset") == HAR_OK));
         if (!ok) snprintf(why, sizeof why, "a CUDA call failed (above), %zu bytes of GPU memory asked", bytes);
-        else ok = (d->max_blocks = safe_grid(node, gpu, d->resident_idle_ns ? HAR_DEV_PUSH_BLOCKS : 0, why,
-                                             sizeof why)) > 0;
+        else ok = (d->max_blocks = safe_grid(node, gpu, reserve, why, sizeof why)) > 0;
         if (ok) {
             *d->abort_host = 0;
             memset(d->push_host, 0, sizeof *d->push_host);
