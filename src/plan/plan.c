@@ -17,6 +17,7 @@ void har_settings_from(const har_config_t *cfg, har_settings_t *s)
     s->device_slot_bytes = (cfg->v[HAR_V_device_slot_bytes].i + 4095) / 4096 * 4096;
     s->device_one_shot_max = cfg->v[HAR_V_device_one_shot_max].i;
     s->device_push_max = cfg->v[HAR_V_device_push_max].i / 64 * 64;  /* whole shard units */
+    s->device_push_blocks = cfg->v[HAR_V_device_push_blocks].i;
     s->nccl_min_bytes = cfg->v[HAR_V_nccl_min_bytes].i;
     s->timeout = cfg->v[HAR_V_timeout].d;
     static const int inter_paths[] = {HAR_INTER_AUTO, HAR_PATH_RING, HAR_PATH_DOUBLING,

@@ -15,7 +15,7 @@
  * derived into the form the plan and the engines use. */
 typedef struct {
     long long node_size, min_bytes, max_bytes, slot_bytes, one_shot_max;
-    long long device_slot_bytes, device_one_shot_max, device_push_max, nccl_min_bytes, doubling_max, device_host_max;
+    long long device_slot_bytes, device_one_shot_max, device_push_max, device_push_blocks, nccl_min_bytes, doubling_max, device_host_max;
     long long ring_segment;     /* HAR_RING_SEGMENT (auto resolved): every node must cut the ring's blocks alike */
     double timeout;
     int watch;                  /* HAR_WATCH: every node must join the death watch alike */
