@@ -8,27 +8,25 @@
 void har_settings_from(const har_config_t *cfg, har_settings_t *s)
 {
     memset(s, 0, sizeof *s);
-    s->node_size = cfg->v[HAR_V_node_size].i;
-    s->min_bytes = cfg->v[HAR_V_min_bytes].i;
-    s->max_bytes = cfg->v[HAR_V_max_bytes].i;
+#define COPY_LOCAL(name, type)
+#define COPY_RANK0(name, type) COPY_##type(name)
+#define COPY_HAR_T_BOOL(name) s->name = cfg->v[HAR_V_##name].i;
+#define COPY_HAR_T_INT(name) s->name = cfg->v[HAR_V_##name].i;
+#define COPY_HAR_T_SIZE(name) s->name = cfg->v[HAR_V_##name].i;
+#define COPY_HAR_T_ENUM(name) s->name = cfg->v[HAR_V_##name].i;
+#define COPY_HAR_T_SECONDS(name) s->name = cfg->v[HAR_V_##name].d;
+#define COPY_HAR_T_CHOICE(name) s->name = (unsigned)cfg->v[HAR_V_##name].i;
+#define COPY_HAR_T_STR(name)
+#define COPY(name, type, def, scope, lo, hi, choices, doc) COPY_##scope(name, type)
+    HAR_VAR_LIST(COPY)
     /* Whole 128-byte lines (host) and 4 KiB pages (device): slots start on them. */
-    s->slot_bytes = (cfg->v[HAR_V_slot_bytes].i + 127) / 128 * 128;
-    s->one_shot_max = cfg->v[HAR_V_one_shot_max].i;
-    s->device_slot_bytes = (cfg->v[HAR_V_device_slot_bytes].i + 4095) / 4096 * 4096;
-    s->device_one_shot_max = cfg->v[HAR_V_device_one_shot_max].i;
-    s->device_push_max = cfg->v[HAR_V_device_push_max].i / 64 * 64;  /* whole shard units */
-    s->device_push_blocks = cfg->v[HAR_V_device_push_blocks].i;
-    s->nccl_min_bytes = cfg->v[HAR_V_nccl_min_bytes].i;
-    s->timeout = cfg->v[HAR_V_timeout].d;
+    s->slot_bytes = (s->slot_bytes + 127) / 128 * 128;
+    s->device_slot_bytes = (s->device_slot_bytes + 4095) / 4096 * 4096;
+    s->device_push_max = s->device_push_max / 64 * 64;  /* whole shard units */
+    if (s->ring_segment < 0) s->ring_segment = HAR_RING_SEGMENT_AUTO;
     static const int inter_paths[] = {HAR_INTER_AUTO, HAR_PATH_RING, HAR_PATH_DOUBLING,
                                       HAR_PATH_INTER_MPI};  /* HAR_INTER's words, in order */
-    s->inter_path = inter_paths[cfg->v[HAR_V_inter].i];
-    s->doubling_max = cfg->v[HAR_V_doubling_max].i;
-    s->device_host_max = cfg->v[HAR_V_device_host_max].i;
-    s->ring_segment = cfg->v[HAR_V_ring_segment].i < 0 ? HAR_RING_SEGMENT_AUTO : cfg->v[HAR_V_ring_segment].i;
-    s->check = (int)cfg->v[HAR_V_check].i;
-    s->watch = (int)cfg->v[HAR_V_watch].i;
-    s->algo = (unsigned)cfg->v[HAR_V_algo].i;
+    s->inter_path = inter_paths[s->inter];
 }
 
 int har_plan_declines(uint64_t bytes, const har_settings_t *s)

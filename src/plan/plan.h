@@ -11,17 +11,27 @@
 #include "plan/shard.h"
 #include "plan/tuning.h"
 
-/* A communicator's settings: rank 0's values of the RANK0 variables,
- * derived into the form the plan and the engines use. */
+/* A communicator's settings: a field for each RANK0 variable of the table
+ * (core/config.h), holding rank 0's value in the form the plan and the
+ * engines use (sizes rounded to what they cut, HAR_RING_SEGMENT's auto
+ * resolved: every node must cut the ring's blocks alike), then what is
+ * derived from them. Numbers are long long, seconds double, a CHOICE its
+ * mask (HAR_ALGO: paths every plan must show where one can; 0: auto); a
+ * text (HAR_TUNING) becomes the table below. */
+#define HAR_SETTING_FIELD_LOCAL(name, type)
+#define HAR_SETTING_FIELD_RANK0(name, type) HAR_SETTING_FIELD_##type(name)
+#define HAR_SETTING_FIELD_HAR_T_BOOL(name) long long name;
+#define HAR_SETTING_FIELD_HAR_T_INT(name) long long name;
+#define HAR_SETTING_FIELD_HAR_T_SIZE(name) long long name;
+#define HAR_SETTING_FIELD_HAR_T_ENUM(name) long long name;
+#define HAR_SETTING_FIELD_HAR_T_SECONDS(name) double name;
+#define HAR_SETTING_FIELD_HAR_T_CHOICE(name) unsigned name;
+#define HAR_SETTING_FIELD_HAR_T_STR(name)
+#define HAR_SETTING_FIELD(name, type, def, scope, lo, hi, choices, doc) HAR_SETTING_FIELD_##scope(name, type)
 typedef struct {
-    long long node_size, min_bytes, max_bytes, slot_bytes, one_shot_max;
-    long long device_slot_bytes, device_one_shot_max, device_push_max, device_push_blocks, nccl_min_bytes, doubling_max, device_host_max;
-    long long ring_segment;     /* HAR_RING_SEGMENT (auto resolved): every node must cut the ring's blocks alike */
-    double timeout;
-    int watch;                  /* HAR_WATCH: every node must join the death watch alike */
-    int inter_path, check;      /* inter_path: HAR_INTER's transport between nodes (HAR_PATH_RING, _DOUBLING or
-                                 * _INTER_MPI), or HAR_INTER_AUTO: by the call's size (har_plan_inter) */
-    unsigned algo;              /* HAR_ALGO: paths every plan must show where one can; 0: auto */
+    HAR_VAR_LIST(HAR_SETTING_FIELD)
+    int inter_path;             /* HAR_INTER's transport between nodes (HAR_PATH_RING, _DOUBLING or _INTER_MPI),
+                                 * or HAR_INTER_AUTO: by the call's size (har_plan_inter) */
     int ntune;
     har_tune_row_t tune[HAR_TUNE_MAX_ROWS];
 } har_settings_t;
