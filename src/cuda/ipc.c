@@ -268,7 +268,7 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         /* Every rank's grid leaves room for a resident grid where the
          * setting asks for one (the same on every rank), whichever of its
          * communicators holds it. */
-        int reserve = d->push_region && HAR_CFG(device_resident).d > 0 ? (int)node->set->device_push_blocks : 0;
+        int reserve = d->push_region && HAR_CFG(device_resident).d > 0 ? HAR_DEV_PUSH_BLOCKS : 0;
         ipc_t *none = NULL;
         if (reserve && atomic_compare_exchange_strong(&resident_owner, &none, d))
             d->resident_idle_ns = (uint64_t)(HAR_CFG(device_resident).d * 1e9);
@@ -317,8 +317,7 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         if (!ok) snprintf(why, sizeof why, "exchanging the IPC handles failed");
         for (int r = 0; ok && r < node->local_size; r++)
             if (offers[r].grid < d->max_blocks) d->max_blocks = offers[r].grid;
-        d->push_blocks = d->max_blocks < node->set->device_push_blocks ? d->max_blocks
-                                                                       : (int)node->set->device_push_blocks;
+        d->push_blocks = d->max_blocks < HAR_DEV_PUSH_BLOCKS ? d->max_blocks : HAR_DEV_PUSH_BLOCKS;
         ok = ok && map_peers(d, offers, why, sizeof why);
         ok = !har_node_failed(node) && har_node_agree(node, ok, 0, what, why, instead);
     }
