@@ -265,9 +265,9 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         d->push_region = node->nnodes == 1 ? (size_t)node->set->device_push_max : 0;
         d->push_parity = d->push_region ? (HAR_DEV_PUSH_LINES + d->nranks * d->push_region + 4095) / 4096 * 4096 : 0;
         d->slots_at = HAR_DEV_FLAG_BYTES + 2 * d->push_parity;
-        /* Every rank's grid leaves room for a resident grid where the
-         * setting asks for one (the same on every rank), whichever of its
-         * communicators holds it. */
+        /* Where this rank's setting asks for a resident grid, every grid
+         * of its kernels leaves room for it, whichever of its
+         * communicators holds it (the node runs its smallest grid). */
         int reserve = d->push_region && HAR_CFG(device_resident).d > 0 ? HAR_DEV_PUSH_BLOCKS : 0;
         ipc_t *none = NULL;
         if (reserve && atomic_compare_exchange_strong(&resident_owner, &none, d))
