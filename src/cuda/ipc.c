@@ -82,7 +82,7 @@ typedef struct {
     size_t slots_at;                     /* where the data slots start in a segment */
     /* The push kernels (kernels.cu): their area in every segment, per call
      * parity the (writer, block) lines then a data region per writer. */
-    size_t push_region, push_parity;     /* bytes per writer (0: no push area), per parity */
+    size_t push_region, push_parity;     /* the largest push call in bytes (0: no push area); bytes per parity */
     int push_blocks;                     /* their grid: the same on every rank */
     uint64_t push_seq;                   /* push calls so far; the same on every rank */
     push_host_t *push_host, *push_host_dev;  /* pinned and mapped: what the kernels tell the host */
@@ -263,7 +263,9 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         d->numa = har_pci_numa_node("/sys", gpu->bus);
         /* The push area only on one node: across nodes the pipeline serves. */
         d->push_region = node->nnodes == 1 ? (size_t)node->set->device_push_max : 0;
-        d->push_parity = d->push_region ? (HAR_DEV_PUSH_LINES + d->nranks * d->push_region + 4095) / 4096 * 4096 : 0;
+        d->push_parity = d->push_region
+                             ? (HAR_DEV_PUSH_LINES + d->nranks * HAR_DEV_PUSH_REGION(d->push_region) + 4095) / 4096 * 4096
+                             : 0;
         d->slots_at = HAR_DEV_FLAG_BYTES + 2 * d->push_parity;
         /* Where this rank's setting asks for a resident grid, every grid
          * of its kernels leaves room for it, whichever of its
@@ -500,7 +502,7 @@ static har_status_t launch_resident(ipc_t *d, int dtype, int op)
     memset(&r, 0, sizeof r);
     for (int k = 0; k < d->nranks; k++) r.area[k] = d->peer[k] + HAR_DEV_FLAG_BYTES;
     r.parity_bytes = d->push_parity;
-    r.region = d->push_region;
+    r.region = HAR_DEV_PUSH_REGION(d->push_region);
     r.nranks = d->nranks;
     r.me = d->me;
     r.dtype = d->resident_dtype = dtype;
@@ -611,7 +613,7 @@ static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call,
         a.lines[r] = d->peer[r] + HAR_DEV_FLAG_BYTES + parity;
         a.data[r] = a.lines[r] + HAR_DEV_PUSH_LINES;
     }
-    a.region = d->push_region;
+    a.region = HAR_DEV_PUSH_REGION(d->push_region);
     a.n = call->count;
     a.elem = call->red.elem_size;
     a.nranks = d->nranks;

@@ -193,29 +193,47 @@ template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS)
     }
 }
 
+__device__ __forceinline__ uint64_t global_ns()
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
 // ---- The push kernels: one-shot with no barrier and no host step ----
 //
-// Block b of every rank owns the same range of the vector. It stores its
-// input's range into its own region of every peer's data area (the area of
-// the call's parity), then, for each peer, its (writer, block) line there:
-// the count and signature, and last the call's number with a system-scope
-// release. It then waits, in its own memory, for the same block's line of
-// every peer to hold the call's number (acquire), checks that the peer's
-// count and signature are its own, and reduces the range from its input and
-// the peers' regions, in rank order, into the output. No block waits for
-// anything but its peers' data for this call.
+// The data carries its own flag (an LL protocol): every 16-byte line a
+// writer stores is two 64-bit words, each 4 bytes of payload beside the
+// call's flag, stored and loaded whole (a 64-bit access is single-copy
+// atomic), so a reader that sees the call's flag in both words holds the
+// call's payload. No fence orders data before a flag, and the reader
+// needs none after it: one store latency and one load latency per call,
+// where a separate flag costs a system fence between them (1.5 us of a
+// 4-rank call under MPS, measured by tests/gpu/latency_probe.cu).
 //
-// Two areas alternate by call parity, and a writer cannot overwrite a
-// region its reader has not finished with: a rank writes call k+2 only
-// after its call k+1 ended, which needed every peer's call k+1 data, which
-// each peer pushes from a kernel queued after its call k kernel, the reader
-// of call k's region, has ended. So a line holds k-2 or k when call k
-// looks, never a later number, and nobody re-arms it.
+// Block b of every rank owns the same range of lines (8 bytes of the
+// vector each). Each block first writes, in every peer's area, its
+// (writer, block) header: two lines holding the call's count and
+// signature (type, op, call number). It then stores its input's lines
+// into its own region of every peer's data area. The thread of peer p
+// waits for p's header in its own memory and compares it with its own
+// call: a peer whose count or signature differs is recorded for the host
+// (a->differs) and the block writes nothing. Otherwise each thread reads
+// its lines from every peer at once, waits for the ones not there yet,
+// reduces them with its own input in rank order (every rank gets the same
+// bits) into the output, and re-arms the lines it read (zero: no call's
+// flag). A block waits for ever only if the host never sets the abort
+// flag: it does on a time-out, a dead peer or a failure heard elsewhere
+// (stream.c's waits).
 //
-// A peer whose count or signature differs is recorded for the host
-// (a->differs) and the block writes nothing. A block waits for ever only
-// if the host never sets the abort flag: it does on a time-out, a dead
-// peer or a failure heard elsewhere (stream.c's waits).
+// Two areas alternate by call parity, and a writer cannot overwrite a line
+// its reader has not finished with: a rank writes call k+2 only after its
+// call k+1 ended, which needed every peer's call k+1 data, which each peer
+// pushes from a kernel queued after its call k kernel, the reader (and
+// re-armer) of call k's lines, has ended. So when call k looks, a data
+// line holds zero or call k's flag, and a header (written by every call)
+// holds call k-2's or call k's: equality is the test, and a flag never
+// comes round to an old line's value however long a line lies unused.
 
 __device__ __forceinline__ uint64_t *push_line(char *lines, int writer, int block)
 {
@@ -224,92 +242,146 @@ __device__ __forceinline__ uint64_t *push_line(char *lines, int writer, int bloc
 
 __device__ __forceinline__ uint64_t load_volatile(const uint64_t *p) { return *(const volatile uint64_t *)p; }
 
-// Stores src[off, off+len) into every peer's region for this rank: each
-// vector loaded once and stored nranks-1 times.
-template <typename T> __device__ void push_range(const har_push_args_t &a, size_t off, size_t len, bool vec)
+// A call's flag: its number, never zero (zero is a re-armed line).
+__device__ __forceinline__ uint32_t ll_flag(uint64_t seq) { return (uint32_t)(seq % 0xffffffffu) + 1; }
+
+__device__ __forceinline__ void ll_store(uint64_t *line, uint32_t w0, uint32_t w1, uint32_t flag)
 {
-    constexpr int V = 16 / sizeof(T);
-    const size_t mine = (size_t)a.me * a.region;
-    size_t done = 0;
-    if (vec) {
-        size_t nvec = len / V;
-        for (size_t v0 = threadIdx.x; v0 < nvec; v0 += BATCH * blockDim.x) {
-            uint4 x[BATCH];
-#pragma unroll
-            for (int b = 0; b < BATCH; b++) {
-                size_t v = v0 + b * blockDim.x;
-                if (v < nvec) x[b] = *(const uint4 *)(a.in + (off + v * V) * sizeof(T));
-            }
-            for (int p = 0; p < a.nranks; p++) {
-                if (p == a.me) continue;
-#pragma unroll
-                for (int b = 0; b < BATCH; b++) {
-                    size_t v = v0 + b * blockDim.x;
-                    if (v < nvec) *(uint4 *)(a.data[p] + mine + (off + v * V) * sizeof(T)) = x[b];
-                }
-            }
-        }
-        done = nvec * V;
-    }
-    for (size_t i = done + threadIdx.x; i < len; i += blockDim.x) {
-        T x = ((const T *)a.in)[off + i];
-        for (int p = 0; p < a.nranks; p++)
-            if (p != a.me) ((T *)(a.data[p] + mine))[off + i] = x;
+    uint64_t a = (uint64_t)flag << 32 | w0, b = (uint64_t)flag << 32 | w1;
+    asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(line), "l"(a), "l"(b) : "memory");
+}
+
+__device__ __forceinline__ void ll_load(const uint64_t *line, uint64_t *a, uint64_t *b)
+{
+    asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(line));
+}
+
+__device__ __forceinline__ bool ll_holds(uint64_t a, uint64_t b, uint32_t flag)
+{
+    return (uint32_t)(a >> 32) == flag && (uint32_t)(b >> 32) == flag;
+}
+
+// Line i of a vector of n elements of T as two payload words (zero past the end).
+template <typename T> __device__ __forceinline__ void ll_payload(const char *v, size_t n, size_t i, uint32_t *w)
+{
+    if constexpr (sizeof(T) == 8) {
+        uint64_t x = ((const uint64_t *)v)[i];
+        w[0] = (uint32_t)x, w[1] = (uint32_t)(x >> 32);
+    } else {
+        w[0] = ((const uint32_t *)v)[2 * i];
+        w[1] = 2 * i + 1 < n ? ((const uint32_t *)v)[2 * i + 1] : 0;
     }
 }
+
+template <typename T> __device__ __forceinline__ void ll_elements(const uint32_t *w, T *e)
+{
+    if constexpr (sizeof(T) == 8) {
+        uint64_t x = (uint64_t)w[1] << 32 | w[0];
+        memcpy(e, &x, 8);
+    } else {
+        memcpy(&e[0], &w[0], 4);
+        memcpy(&e[1], &w[1], 4);
+    }
+}
+
+// Block 0's thread 0 notes the global timer at the protocol's steps where
+// a.stamps is set (tests/gpu/latency_probe.cu times them).
+#define PUSH_STAMP(a, k)                                                                            \
+    do {                                                                                            \
+        if ((a).stamps && blockIdx.x == 0 && threadIdx.x == 0) (a).stamps[k] = global_ns();        \
+    } while (0)
 
 // One push call by this block; false if the host asked to stop.
 template <typename T, int OP> __device__ __forceinline__ bool push_call(const har_push_args_t &a)
 {
     __shared__ int stop, differs;
+    constexpr int E = 8 / sizeof(T);  // elements per line
+    PUSH_STAMP(a, 0);
+    const uint32_t flag = ll_flag(a.seq);
+    const size_t lines = (a.n + E - 1) / E;
     size_t off, len;
-    har_shard(a.n, a.elem, gridDim.x, blockIdx.x, &off, &len);
-    const bool vec = a.aligned;
-    push_range<T>(a, off, len, vec);
+    har_shard(lines, 8, gridDim.x, blockIdx.x, &off, &len);
     if (threadIdx.x == 0) stop = 0, differs = 0;
-    __syncthreads();  // the whole block's stores come before thread 0's releases
-    if (threadIdx.x == 0) {
-        for (int p = 0; p < a.nranks; p++) {
-            if (p == a.me) continue;
-            uint64_t *line = push_line(a.lines[p], a.me, blockIdx.x);
-            *(volatile uint64_t *)(line + 1) = a.count;
-            *(volatile uint64_t *)(line + 2) = a.sig;
-        }
-        __threadfence_system();  // the block's data and these headers before every number below
-        for (int p = 0; p < a.nranks; p++)
-            if (p != a.me) store_relaxed_sys(push_line(a.lines[p], a.me, blockIdx.x), a.seq);
+    const int t = threadIdx.x;
+    if (t < a.nranks && t != a.me) {
+        uint64_t *header = push_line(a.lines[t], a.me, blockIdx.x);
+        ll_store(header, (uint32_t)a.count, (uint32_t)(a.count >> 32), flag);
+        ll_store(header + 2, (uint32_t)a.sig, (uint32_t)(a.sig >> 32), flag);
     }
-    // One thread per peer waits for its line: the peers are waited for at once.
-    const int p = threadIdx.x;
-    if (p < a.nranks && p != a.me) {
-        const uint64_t *line = push_line(a.lines[a.me], p, blockIdx.x);
-        for (unsigned spins = 1; load_relaxed_sys(line) != a.seq; spins++) {
+    const size_t mine = (size_t)a.me * a.region;
+    for (size_t i = off + t; i < off + len; i += blockDim.x) {
+        uint32_t w[2];
+        ll_payload<T>(a.in, a.n, i, w);
+        for (int p = 0; p < a.nranks; p++)
+            if (p != a.me) ll_store((uint64_t *)(a.data[p] + mine) + 2 * i, w[0], w[1], flag);
+    }
+    PUSH_STAMP(a, 1);
+    __syncthreads();  // stop and differs are zero before any thread below can set them
+    if (t < a.nranks && t != a.me) {
+        const uint64_t *header = push_line(a.lines[a.me], t, blockIdx.x);
+        uint64_t c0, c1, s0, s1;
+        for (unsigned spins = 1;; spins++) {
+            ll_load(header, &c0, &c1);
+            ll_load(header + 2, &s0, &s1);
+            if (ll_holds(c0, c1, flag) && ll_holds(s0, s1, flag)) break;
             if ((spins & 1023) == 0 && (*a.abort || *(volatile int *)&stop)) {
                 stop = 1;
                 break;
             }
         }
-        acquire_fence_sys();
-        if (!stop) {
-            uint64_t count = load_volatile(line + 1), sig = load_volatile(line + 2);
-            if ((count != a.count || sig != a.sig) && atomicCAS(&differs, 0, 1) == 0) {
-                volatile uint64_t *record = a.differs + 4 * blockIdx.x;  // one peer per block, one writer
-                record[1] = (uint64_t)p;
-                record[2] = count;
-                record[3] = sig;
-                record[0] = a.seq;  // ordered before done by the fence below
-            }
+        uint64_t count = (uint32_t)c0 | (uint64_t)(uint32_t)c1 << 32, sig = (uint32_t)s0 | (uint64_t)(uint32_t)s1 << 32;
+        if (!stop && (count != a.count || sig != a.sig) && atomicCAS(&differs, 0, 1) == 0) {
+            volatile uint64_t *record = a.differs + 4 * blockIdx.x;  // one peer per block, one writer
+            record[1] = (uint64_t)t;
+            record[2] = count;
+            record[3] = sig;
+            record[0] = a.seq;  // ordered before done by the fence below
         }
     }
-    __syncthreads();  // the acquires above come before every thread's loads of the peers' data
+    __syncthreads();
+    PUSH_STAMP(a, 2);
     if (stop) return false;
     if (!differs) {
-        char *src[HAR_DEV_MAX_RANKS];
-        for (int r = 0; r < a.nranks; r++)
-            src[r] = r == a.me ? (char *)a.in : a.data[a.me] + (size_t)r * a.region;
-        reduce_range<T, OP>(a.out, src, a.nranks, off, len, vec);
+        for (size_t i = off + t; i < off + len && !*(volatile int *)&stop; i += blockDim.x) {
+            uint64_t x[HAR_DEV_MAX_RANKS][2];
+            unsigned missing = ((1u << a.nranks) - 1) & ~(1u << a.me);
+            for (unsigned spins = 1; missing; spins++) {
+                // Every missing peer's line is loaded before any is looked at: one round trip, not one per peer.
+#pragma unroll
+                for (int r = 0; r < HAR_DEV_MAX_RANKS; r++)
+                    if (missing >> r & 1) ll_load((const uint64_t *)(a.data[a.me] + (size_t)r * a.region) + 2 * i, &x[r][0], &x[r][1]);
+#pragma unroll
+                for (int r = 0; r < HAR_DEV_MAX_RANKS; r++)
+                    if ((missing >> r & 1) && ll_holds(x[r][0], x[r][1], flag)) missing &= ~(1u << r);
+                if (missing && (spins & 1023) == 0 && (*a.abort || *(volatile int *)&stop)) {
+                    stop = 1;
+                    break;
+                }
+            }
+            if (missing) break;
+            T acc[E];
+#pragma unroll
+            for (int r = 0; r < HAR_DEV_MAX_RANKS; r++) {
+                if (r >= a.nranks) break;
+                uint32_t w[2];
+                if (r == a.me) ll_payload<T>(a.in, a.n, i, w);
+                else w[0] = (uint32_t)x[r][0], w[1] = (uint32_t)x[r][1];
+                T e[E];
+                ll_elements<T>(w, e);
+#pragma unroll
+                for (int k = 0; k < E; k++) acc[k] = r == 0 ? e[k] : apply<T, OP>(acc[k], e[k]);
+            }
+#pragma unroll
+            for (int k = 0; k < E; k++)
+                if (i * E + k < a.n) ((T *)a.out)[i * E + k] = acc[k];
+#pragma unroll
+            for (int r = 0; r < HAR_DEV_MAX_RANKS; r++)
+                if (r < a.nranks && r != a.me) ll_store((uint64_t *)(a.data[a.me] + (size_t)r * a.region) + 2 * i, 0, 0, 0);
+        }
     }
     __syncthreads();
+    PUSH_STAMP(a, 3);
+    if (stop) return false;
     if (threadIdx.x == 0) {
         __threadfence_system();  // the output, and any record of a difference, before the host sees done
         *(volatile uint64_t *)&a.done[blockIdx.x] = a.seq;
@@ -341,13 +413,6 @@ template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS)
 // generation, which starts once every block of this one ended and serves
 // it: no call is lost, and none is served twice (each block starts from
 // its done[b]).
-
-__device__ __forceinline__ uint64_t global_ns()
-{
-    uint64_t t;
-    asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-    return t;
-}
 
 constexpr int CALL_WORDS = sizeof(har_resident_call_t) / 8;
 
@@ -421,6 +486,7 @@ template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS)
         a.abort = r.abort;
         a.done = r.done;
         a.differs = r.differs;
+        a.stamps = nullptr;
         if (!push_call<T, OP>(a)) break;
         last = a.seq;
         __syncthreads();  // every thread is past this call's words before thread 0 takes the next
@@ -543,6 +609,8 @@ template <typename T> int fewest_float() { return fewest_resident<T, HAR_OP_SUM,
 
 }  // namespace
 
+// tests/gpu/latency_probe.cu includes this file for its kernels alone.
+#ifndef HAR_KERNELS_ONLY
 extern "C" int har_dev_blocks_per_sm(void)
 {
     int per[] = {fewest_float<float>(), fewest_float<double>(), fewest_int<int32_t>(), fewest_int<uint32_t>(),
@@ -617,3 +685,4 @@ extern "C" int har_dev_empty(void *stream)
     empty_kernel<<<1, 1, 0, (cudaStream_t)stream>>>();
     return (int)cudaGetLastError();
 }
+#endif

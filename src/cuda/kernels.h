@@ -17,12 +17,14 @@
 #define HAR_DEV_PROBE_OFFSET ((size_t)HAR_DEV_MAX_RANKS * HAR_DEV_MAX_BLOCKS * HAR_DEV_LINE)
 #define HAR_DEV_FLAG_BYTES (HAR_DEV_PROBE_OFFSET + 4096)
 
-
 /* The push kernels' area in each rank's segment (after the flag area,
  * before the data slots; ipc.c lays it out): per call parity, one line per
- * (writer, block) that the writer fills with the call's count, signature
- * and number, then a data region of HAR_DEVICE_PUSH_MAX bytes per writer.
- * The push kernels' grid, at most (the node's safe grid may be smaller):
+ * (writer, block) where the writer puts the call's count and signature,
+ * then a data region per writer. Both carry the call's flag beside every
+ * 4 bytes (kernels.cu): a region of HAR_DEV_PUSH_REGION(max) bytes holds
+ * max bytes of a call's input. */
+#define HAR_DEV_PUSH_REGION(max) (2 * (size_t)(max))
+/* The push kernels' grid, at most (the node's safe grid may be smaller):
  * on one H200 under MPS, 4 ranks, 4 blocks took 20.6 us at 64 KiB where 1
  * took 26.0 and 16 took 20.9, and the same at smaller sizes. */
 #define HAR_DEV_PUSH_BLOCKS 4
@@ -31,7 +33,7 @@
 typedef struct {
     char *data[HAR_DEV_MAX_RANKS];   /* this parity's data region of every local rank */
     char *lines[HAR_DEV_MAX_RANKS];  /* this parity's (writer, block) lines of every local rank */
-    size_t region;                   /* bytes per writer in a data region */
+    size_t region;                   /* bytes per writer in a data region: HAR_DEV_PUSH_REGION(its max) */
     const char *in;
     char *out;
     size_t n, elem;
@@ -42,6 +44,8 @@ typedef struct {
     uint64_t *done;                  /* host-mapped: block b stores seq in done[b] once its output is written */
     uint64_t *differs;               /* host-mapped, 4 words per block: {seq, local rank, its count, its signature}
                                       * of a peer whose call differs */
+    volatile uint64_t *stamps;       /* NULL, or where block 0 notes the GPU's clock at 4 steps of the call
+                                      * (tests/gpu/latency_probe.cu times the protocol with them) */
 } har_push_args_t;
 
 /* The resident push grid (HAR_DEVICE_RESIDENT): one grid per rank that

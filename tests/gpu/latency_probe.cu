@@ -22,6 +22,19 @@
 //   event_legacy the same learnt by an event recorded on that stream
 //   res_query_xchg res_xchg after cudaStreamQuery(cudaStreamLegacy): a
 //                resident design that keeps the legacy stream's order
+//   xchg_4x512   launch_xchg with har's push grid (4 blocks of 512 threads)
+//   push_BxT     har's own push kernel (src/cuda/kernels.cu), float sum
+//                of 4 B, B blocks of T threads, the host spinning on its
+//                done flags: what har's launched call costs without har's
+//                host steps
+//   push_4x512_16k, _64k  the same at 16 and 64 KiB
+//   har, har_16k, har_64k  MPI_Allreduce of 4 B, 16 and 64 KiB of device
+//                memory, where PROBE_HAR is set (run with har preloaded)
+//   floor_again  the floor once more: how far the machine drifted
+//   push_*_stamp the push kernel noting the GPU's clock at its steps; then
+//                where its time goes: the skew of the ranks' kernel starts,
+//                the span from the first start to the last end, and each
+//                step's longest over ranks (medians over calls)
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -30,6 +43,15 @@
 #include <string.h>
 #include <algorithm>
 #include <vector>
+
+#include "cuda/kernels.h"
+#include "plan/shard.h"
+#include <type_traits>
+// har's kernels, for the push modes (their launchers left out).
+namespace harkernels {
+#define HAR_KERNELS_ONLY
+#include "cuda/kernels.cu"
+}
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
     fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); MPI_Abort(MPI_COMM_WORLD, 1); } } while (0)
@@ -45,7 +67,7 @@ static __device__ __forceinline__ void st_sys(volatile unsigned *p, unsigned v)
     asm volatile("st.relaxed.sys.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
 
-struct Peers { unsigned *slot[16]; };  // slot[r]: rank r's words, one per writer
+struct Peers { unsigned *slot[16]; };  // slot[r]: rank r's words, one per (block, writer)
 
 __global__ void empty() {}
 
@@ -61,8 +83,8 @@ static __device__ void exchange(Peers peers, int n, int me, unsigned seq)
 {
     int t = threadIdx.x;
     if (t < n) {
-        st_sys(peers.slot[t] + me, seq);
-        const volatile unsigned *mine = peers.slot[me] + t;
+        st_sys(peers.slot[t] + 16 * blockIdx.x + me, seq);
+        const volatile unsigned *mine = peers.slot[me] + 16 * blockIdx.x + t;
         while (ld_sys(mine) != seq) {}
     }
     __syncthreads();
@@ -76,7 +98,7 @@ __global__ void xchg_kernel(Peers peers, int n, int me, volatile unsigned *done,
 
 // Resident: waits for post to hold the next number (STOP ends it), answers in done.
 #define STOP 0xffffffffu
-__global__ void resident(const volatile unsigned *post, volatile unsigned *done, Peers peers, int n, int me,
+__global__ void res_kernel(const volatile unsigned *post, volatile unsigned *done, Peers peers, int n, int me,
                          int with_exchange)
 {
     __shared__ unsigned seq;
@@ -105,9 +127,55 @@ static unsigned seq_shm, seq_flag;
 
 static void spin(volatile unsigned *p, unsigned v) { while (*p != v) {} }
 
-enum Mode { NONE, SHM, FLOOR, LAUNCH_FLAG, LAUNCH_XCHG, RES_FLAG, RES_XCHG, MEMOP_XCHG, FLOOR_BESIDE, QUERY_LEGACY, EVENT_LEGACY, RES_QUERY_XCHG, NMODES };
+enum Mode { NONE, SHM, FLOOR, LAUNCH_FLAG, LAUNCH_XCHG, RES_FLAG, RES_XCHG, MEMOP_XCHG, FLOOR_BESIDE, QUERY_LEGACY,
+            EVENT_LEGACY, RES_QUERY_XCHG, XCHG_4X512, PUSH_4X512, PUSH_4X128, PUSH_1X32, PUSH_4X512_16K, HAR,
+            HAR_16K, FLOOR_AGAIN, PUSH_4X512_64K, HAR_64K, P1_STAMP, P4_STAMP, NMODES };
 static const char *names[] = {"none", "shm", "floor", "launch_flag", "launch_xchg", "res_flag", "res_xchg",
-                              "memop_xchg", "floor_beside", "query_legacy", "event_legacy", "res_query_xchg"};
+                              "memop_xchg", "floor_beside", "query_legacy", "event_legacy", "res_query_xchg",
+                              "xchg_4x512", "push_4x512", "push_4x128", "push_1x32", "push_4x512_16k", "har",
+                              "har_16k", "floor_again", "push_4x512_64k", "har_64k", "push_1x32_stamp",
+                              "push_4x512_stamp"};
+
+// har's push kernels' state, laid out as src/cuda/ipc.c lays it out.
+static char *push_seg[16];            // every rank's push area, as mapped here
+static size_t push_parity;            // bytes per call parity
+static const size_t push_region = 64 << 10;
+static uint64_t *push_done, *push_done_d, *push_differs_d;
+static int *push_abort_d;
+static uint64_t push_seq;
+static float *dev_in, *dev_out;       // 64 KiB each
+
+static void spin64(volatile uint64_t *p, uint64_t v) { while (*p != v) {} }
+
+static volatile uint64_t *stamps_h, *stamps_d;
+static void push_call(int blocks, int threads, size_t n, bool stamp = false)
+{
+    har_push_args_t a;
+    memset(&a, 0, sizeof a);
+    uint64_t seq = ++push_seq;
+    for (int r = 0; r < nranks; r++) {
+        a.lines[r] = push_seg[r] + (seq & 1) * push_parity;
+        a.data[r] = a.lines[r] + HAR_DEV_PUSH_LINES;
+    }
+    a.region = HAR_DEV_PUSH_REGION(push_region);
+    a.in = (const char *)dev_in;
+    a.out = (char *)dev_out;
+    a.n = a.count = n;
+    a.elem = sizeof(float);
+    a.nranks = nranks;
+    a.me = rank;
+    a.dtype = HAR_DT_F32;
+    a.op = HAR_OP_SUM;
+    a.aligned = 1;
+    a.seq = seq;
+    a.sig = 1;
+    a.abort = push_abort_d;
+    a.done = push_done_d;
+    a.differs = push_differs_d;
+    a.stamps = stamp ? stamps_d : nullptr;
+    harkernels::push<float, HAR_OP_SUM><<<blocks, threads, 0, blocking>>>(a);
+    for (int b = 0; b < blocks; b++) spin64(push_done + b, seq);
+}
 
 static unsigned res_seq;
 static cudaEvent_t legacy_done;
@@ -152,6 +220,26 @@ static void one(Mode m)
         break;
     }
     case QUERY_LEGACY: CK(cudaStreamQuery(cudaStreamLegacy)); break;
+    case XCHG_4X512: {
+        unsigned s = ++seq_flag;
+        xchg_kernel<<<4, 512, 0, blocking>>>(peers, nranks, rank, dev_flag, s);
+        spin(host_flag, s);
+        break;
+    }
+    case PUSH_4X512: push_call(4, 512, 1); break;
+    case PUSH_4X128: push_call(4, 128, 1); break;
+    case PUSH_1X32: push_call(1, 32, 1); break;
+    case PUSH_4X512_16K: push_call(4, 512, 4096); break;
+    case PUSH_4X512_64K: push_call(4, 512, 16384); break;
+    case HAR_64K: MPI_Allreduce(dev_in, dev_out, 16384, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    case P1_STAMP: push_call(1, 32, 1, true); break;
+    case P4_STAMP: push_call(4, 512, 1, true); break;
+    case HAR: MPI_Allreduce(dev_in, dev_out, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    case HAR_16K: MPI_Allreduce(dev_in, dev_out, 4096, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    case FLOOR_AGAIN:
+        empty<<<1, 1, 0, blocking>>>();
+        CK(cudaStreamSynchronize(blocking));
+        break;
     case EVENT_LEGACY: {
         CK(cudaEventRecord(legacy_done, cudaStreamLegacy));
         cudaError_t e;
@@ -178,6 +266,44 @@ static double run(Mode m, int iters)
     return t[iters / 2] * 1e6;
 }
 
+// A push mode with block 0's timestamps: medians over calls of the skew of
+// the ranks' kernel starts, the span from the first start to the last
+// block's end (before its final fence), and each phase's longest over ranks.
+static void run_stamped(Mode m, int iters)
+{
+    const int K = 4;  // the kernel's steps: start, data pushed, headers seen, output written
+    std::vector<uint64_t> st((size_t)iters * K);
+    for (int i = -100; i < iters; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        one(m);
+        if (i >= 0) for (int k = 0; k < K; k++) st[(size_t)i * K + k] = stamps_h[k];
+    }
+    std::vector<uint64_t> all(rank == 0 ? st.size() * nranks : 1);
+    MPI_Gather(st.data(), (int)st.size() * 8, MPI_BYTE, all.data(), (int)st.size() * 8, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (rank != 0) return;
+    const char *what[] = {"start skew", "span", "push", "headers", "reduce"};
+    std::vector<double> v[2 + K - 1];
+    for (int i = 0; i < iters; i++) {
+        uint64_t lo = ~0ull, hi0 = 0, hi = 0;
+        double ph[K - 1] = {0};
+        for (int r = 0; r < nranks; r++) {
+            const uint64_t *x = &all[((size_t)r * iters + i) * K];
+            lo = std::min(lo, x[0]);
+            hi0 = std::max(hi0, x[0]);
+            hi = std::max(hi, x[K - 1]);
+            for (int k = 0; k < K - 1; k++) ph[k] = std::max(ph[k], (double)(x[k + 1] - x[k]));
+        }
+        v[0].push_back((double)(hi0 - lo));
+        v[1].push_back((double)(hi - lo));
+        for (int k = 0; k < K - 1; k++) v[k + 2].push_back(ph[k]);
+    }
+    printf("  %s, ns, medians over calls (phases: the longest over ranks):", names[m]);
+    for (int k = 0; k < 2 + K - 1; k++) {
+        std::sort(v[k].begin(), v[k].end());
+        printf(" %s %.0f%s", what[k], v[k][iters / 2], k < K ? "," : "\n");
+    }
+}
+
 static void start_resident(const unsigned *post, int with_exchange, unsigned first_post)
 {
     *(volatile unsigned *)host_flag = 0;
@@ -185,10 +311,10 @@ static void start_resident(const unsigned *post, int with_exchange, unsigned fir
     CK(cudaMemset(dev_post_d, 0, 64));
     res_seq = 0;
     // The peers' words hold older numbers: clear them before any block runs.
-    CK(cudaMemset(peers.slot[rank], 0, 16 * sizeof(unsigned)));
+    CK(cudaMemset(peers.slot[rank], 0, 64 * sizeof(unsigned)));
     CK(cudaDeviceSynchronize());
     MPI_Barrier(MPI_COMM_WORLD);
-    resident<<<1, 32, 0, nonblocking>>>(post, dev_flag, peers, nranks, rank, with_exchange);
+    res_kernel<<<1, 32, 0, nonblocking>>>(post, dev_flag, peers, nranks, rank, with_exchange);
     CK(cudaGetLastError());
 }
 
@@ -230,8 +356,8 @@ int main(int argc, char **argv)
     CK(cudaMemset(dev_post_d, 0, 64));
 
     unsigned *mine;
-    CK(cudaMalloc(&mine, 16 * sizeof(unsigned)));
-    CK(cudaMemset(mine, 0, 16 * sizeof(unsigned)));
+    CK(cudaMalloc(&mine, 64 * sizeof(unsigned)));
+    CK(cudaMemset(mine, 0, 64 * sizeof(unsigned)));
     cudaIpcMemHandle_t h, all[16];
     CK(cudaIpcGetMemHandle(&h, mine));
     MPI_Allgather(&h, sizeof h, MPI_BYTE, all, sizeof h, MPI_BYTE, MPI_COMM_WORLD);
@@ -265,13 +391,51 @@ int main(int argc, char **argv)
     CK(cudaEventCreateWithFlags(&legacy_done, cudaEventDisableTiming));
     med[EVENT_LEGACY] = run(EVENT_LEGACY, iters);
 
+    // The exchange kernel's words hold seq_flag again (as launch_xchg left them).
+    med[XCHG_4X512] = run(XCHG_4X512, iters);
+    push_parity = (HAR_DEV_PUSH_LINES + nranks * HAR_DEV_PUSH_REGION(push_region) + 4095) / 4096 * 4096;
+    char *mine_push;
+    CK(cudaMalloc(&mine_push, 2 * push_parity));
+    CK(cudaMemset(mine_push, 0, 2 * push_parity));
+    CK(cudaMalloc(&dev_in, 64 << 10));
+    CK(cudaMalloc(&dev_out, 64 << 10));
+    CK(cudaMemset(dev_in, 0, 64 << 10));
+    CK(cudaHostAlloc(&push_done, 4096, cudaHostAllocMapped));
+    memset(push_done, 0, 4096);
+    CK(cudaHostGetDevicePointer((void **)&push_done_d, push_done, 0));
+    push_differs_d = push_done_d + 64;
+    push_abort_d = (int *)(push_done_d + 256);
+    CK(cudaIpcGetMemHandle(&h, mine_push));
+    MPI_Allgather(&h, sizeof h, MPI_BYTE, all, sizeof h, MPI_BYTE, MPI_COMM_WORLD);
+    for (int r = 0; r < nranks; r++) {
+        if (r == rank) push_seg[r] = mine_push;
+        else CK(cudaIpcOpenMemHandle((void **)&push_seg[r], all[r], cudaIpcMemLazyEnablePeerAccess));
+    }
+    CK(cudaDeviceSynchronize());
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int m = PUSH_4X512; m <= PUSH_4X512_16K; m++) med[m] = run((Mode)m, iters);
+    med[PUSH_4X512_64K] = run(PUSH_4X512_64K, iters);
+    CK(cudaHostAlloc((void **)&stamps_h, 64, cudaHostAllocMapped));
+    CK(cudaHostGetDevicePointer((void **)&stamps_d, (void *)stamps_h, 0));
+    med[P1_STAMP] = run(P1_STAMP, iters);  // what the stamps themselves cost
+    med[P4_STAMP] = run(P4_STAMP, iters);
+    if (getenv("PROBE_HAR")) {
+        med[HAR] = run(HAR, iters);
+        med[HAR_16K] = run(HAR_16K, iters);
+        med[HAR_64K] = run(HAR_64K, iters);
+    }
+    med[FLOOR_AGAIN] = run(FLOOR_AGAIN, iters);
+
     if (rank == 0) {
         printf("latency_probe: %d ranks, %d calls per mode, max over ranks per call, median us\n", nranks, iters);
         for (int m = 0; m < NMODES; m++)
-            printf("  %-13s %8.2f\n", names[m], med[m]);
+            printf("  %-14s %8.2f\n", names[m], med[m]);
     }
+    fflush(stdout);
+    run_stamped(P1_STAMP, iters);
+    run_stamped(P4_STAMP, iters);
     for (int r = 0; r < nranks; r++)
-        if (r != rank) cudaIpcCloseMemHandle(peers.slot[r]);
+        if (r != rank) cudaIpcCloseMemHandle(peers.slot[r]), cudaIpcCloseMemHandle(push_seg[r]);
     MPI_Win_free(&win);
     MPI_Finalize();
     return 0;
