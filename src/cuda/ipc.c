@@ -538,10 +538,8 @@ static har_status_t post_resident(ipc_t *d, const har_push_args_t *a)
     post->n = a->n;
     post->count = a->count;
     post->sig = a->sig;
-    post->elem = (uint32_t)a->elem;
     post->dtype = (uint32_t)a->dtype;
     post->op = (uint32_t)a->op;
-    post->aligned = (uint32_t)a->aligned;
     __atomic_store_n(&post->seq, a->seq, __ATOMIC_RELEASE);  /* the other words first */
     return st;
 }
@@ -615,12 +613,10 @@ static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call,
     }
     a.region = HAR_DEV_PUSH_REGION(d->push_region);
     a.n = call->count;
-    a.elem = call->red.elem_size;
     a.nranks = d->nranks;
     a.me = d->me;
     a.dtype = call->red.dev_type;
     a.op = call->red.dev_op;
-    a.aligned = ((uintptr_t)a.in | (uintptr_t)a.out) % 16 == 0;
     a.seq = seq;
     a.count = call->count;
     a.sig = har_dev_push_sig(call->red.type_code, call->red.dev_op, (uint32_t)node->call);

@@ -474,12 +474,10 @@ template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS)
         a.in = (const char *)c->in;
         a.out = (char *)c->out;
         a.n = c->n;
-        a.elem = c->elem;
         a.nranks = r.nranks;
         a.me = r.me;
         a.dtype = r.dtype;
         a.op = r.op;
-        a.aligned = (int)c->aligned;
         a.seq = c->seq;
         a.count = c->count;
         a.sig = c->sig;

@@ -36,8 +36,8 @@ typedef struct {
     size_t region;                   /* bytes per writer in a data region: HAR_DEV_PUSH_REGION(its max) */
     const char *in;
     char *out;
-    size_t n, elem;
-    int nranks, me, dtype, op, aligned;
+    size_t n;                        /* elements */
+    int nranks, me, dtype, op;
     uint64_t seq;                    /* push calls so far, this one included: the same on every rank */
     uint64_t count, sig;             /* what every peer must have called too (har_dev_push_sig) */
     volatile int *abort;             /* host-mapped: the host sets it to stop waiting blocks */
@@ -56,7 +56,7 @@ typedef struct {
     uint64_t seq;
     uint64_t in, out;                /* device addresses */
     uint64_t n, count, sig;
-    uint32_t elem, dtype, op, aligned;
+    uint32_t dtype, op;
 } har_resident_call_t;
 
 /* Device memory of the rank's own, never mapped by peers: block 0 of the

@@ -161,12 +161,10 @@ static void push_call(int blocks, int threads, size_t n, bool stamp = false)
     a.in = (const char *)dev_in;
     a.out = (char *)dev_out;
     a.n = a.count = n;
-    a.elem = sizeof(float);
     a.nranks = nranks;
     a.me = rank;
     a.dtype = HAR_DT_F32;
     a.op = HAR_OP_SUM;
-    a.aligned = 1;
     a.seq = seq;
     a.sig = 1;
     a.abort = push_abort_d;
