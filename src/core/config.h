@@ -48,7 +48,7 @@ enum { LOCAL = 0, RANK0 = 1 };
     X(device_one_shot_max, HAR_T_SIZE, "256K", RANK0, 0, 1ll << 50, NULL,                       \
       "largest message on device buffers reduced one-shot on a single node")                    \
     X(device_push_max, HAR_T_SIZE, "64K", RANK0, 0, 4 << 20, NULL,                              \
-      "largest one-shot message on device buffers that the push kernels serve on a single node (no barrier, no host step; each rank keeps 2 x ranks x this much GPU memory for it); 0: never") \
+      "largest one-shot message on device buffers that the push kernels serve on a single node (no barrier, no host step; each rank keeps 4 x ranks x this much GPU memory for it); 0: never") \
     X(device_resident, HAR_T_SECONDS, "0", LOCAL, 0, 1, NULL,                                  \
       "seconds a resident grid of the push kernels waits for the next call before it ends (it serves calls posted through host memory: no kernel launch per call; the application's cudaDeviceSynchronize and cudaFree wait at most this long for it, and it holds 4 blocks of the GPU meanwhile; one per process, in the first communicator set up); 0: none, every call launches its kernel (measured faster: docs/PERFORMANCE.md)") \
     X(device_host_max, HAR_T_SIZE, "128K", RANK0, 0, 1ll << 50, NULL,                           \
