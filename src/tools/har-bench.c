@@ -4,7 +4,7 @@
  *   har-bench [--min BYTES] [--max BYTES] [--type float|double|int|long]
  *             [--op sum|max|min|prod] [--device] [--cuda-first] [--iters N]
  *             [--warmup N] [--buffers K] [--out-of-place] [--check] [--csv FILE]
- *             [--quiet] [--tuning TABLE]
+ *             [--quiet] [--tuning TABLE] [--nonblocking]
  *
  * Candidates: "har" (the intercepted MPI_Allreduce), "mpi" (the MPI's own
  * PMPI_Allreduce; device buffers are staged through host memory around it,
@@ -30,6 +30,17 @@
  * host_segment+two_shot, mpi, and with --device ipc+one_shot (the push
  * kernels where they fit), ipc+two_shot and nccl. It writes the table by the rule of src/plan/derive.c, keyed by
  * the machine class har reports.
+ *
+ * --nonblocking times MPI_Iallreduce and MPI_Wait instead, the way the OSU
+ * Micro-Benchmarks' osu_iallreduce does: "har" and "mpi" (PMPI_Iallreduce;
+ * device buffers staged around it as above) are the pure communication,
+ * post then wait, beside "har_blocking" (MPI_Allreduce through har); then
+ * each is timed again with host compute between the post and the wait
+ * that lasts its own pure communication's median (a clock spin, no MPI
+ * call: nothing progresses the MPI meanwhile but the MPI itself), and
+ * overlap = 100 x (1 - (total - compute) / pure), within 0 and 100. The
+ * paths column of a non-blocking call says "staged" where har staged it
+ * through host memory and "mpi" where the MPI took it as it was.
  *
  * Calls are in place (MPI_IN_PLACE), as gradient all-reduces are; with
  * --out-of-place each takes a send buffer of its own beside the result's
@@ -65,7 +76,7 @@ static const struct { const char *name; MPI_Op op; int nccl; } op_opts[] = {
     {"sum", MPI_SUM, 0}, {"max", MPI_MAX, 2}, {"min", MPI_MIN, 3}, {"prod", MPI_PROD, 1}};
 
 /* What each candidate runs; tuning candidates are har forced to one choice. */
-typedef enum { RUN_HAR, RUN_MPI, RUN_NCCL, RUN_NCCL_RING_LL, RUN_FORCED, RUN_FLOOR } run_t;
+typedef enum { RUN_HAR, RUN_MPI, RUN_NCCL, RUN_NCCL_RING_LL, RUN_FORCED, RUN_FLOOR, RUN_HAR_NB, RUN_MPI_NB } run_t;
 typedef struct {
     const char *name;
     run_t run;
@@ -81,7 +92,7 @@ static int ncands;
 static const char usage[] =
     "usage: har-bench [--min BYTES] [--max BYTES] [--type float|double|int|long] [--op sum|max|min|prod]\n"
     "                 [--device] [--cuda-first] [--iters N] [--warmup N] [--buffers K] [--out-of-place]\n"
-    "                 [--check] [--csv FILE] [--quiet] [--tuning TABLE]\n"
+    "                 [--check] [--csv FILE] [--quiet] [--tuning TABLE] [--nonblocking]\n"
     "Run it under mpirun; sizes are bytes, with K, M or G. See the README's Benchmark section.\n";
 
 static struct {
@@ -89,9 +100,9 @@ static struct {
     const type_opt_t *type;
     MPI_Op op;
     const char *op_name;
-    int op_nccl, device, cuda_first, iters, warmup, buffers, out_of_place, check, quiet;
+    int op_nccl, device, cuda_first, iters, warmup, buffers, out_of_place, check, quiet, nonblocking;
     const char *csv, *tune;
-} opt = {4, 64 << 20, &type_opts[0], MPI_SUM, "sum", 0, 0, 0, 0, 5, 4, 0, 0, 0, NULL, NULL};
+} opt = {4, 64 << 20, &type_opts[0], MPI_SUM, "sum", 0, 0, 0, 0, 5, 4, 0, 0, 0, 0, NULL, NULL};
 
 static int rank, nranks, local_size, nnodes;
 static char *host_stage;
@@ -197,13 +208,47 @@ static int verify(const char *host, size_t n)
     return 1;
 }
 
+/* Host work between a non-blocking call's post and its wait: the clock
+ * spun for that long, with no MPI call. */
+static void host_compute(double seconds)
+{
+    if (seconds <= 0) return;
+    for (double t0 = MPI_Wtime(); MPI_Wtime() - t0 < seconds;) {
+    }
+}
+
 /* One call of candidate c: the input in `in` (NULL: in place in buf),
- * the result in buf. */
-static int one_call(const cand_t *c, const void *in, void *buf, size_t n)
+ * the result in buf; a non-blocking one with `compute` seconds of host
+ * work between its post and its wait. */
+static int one_call(const cand_t *c, const void *in, void *buf, size_t n, double compute)
 {
     int count = (int)n, rc;
     const void *send = in ? in : MPI_IN_PLACE;
+    MPI_Request req;
     switch (c->run) {
+    case RUN_HAR_NB:
+        rc = MPI_Iallreduce(send, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD, &req);
+        if (rc != MPI_SUCCESS) return rc;
+        host_compute(compute);
+        return MPI_Wait(&req, MPI_STATUS_IGNORE);
+    case RUN_MPI_NB:
+        if (!opt.device) {
+            rc = PMPI_Iallreduce(send, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD, &req);
+            if (rc != MPI_SUCCESS) return rc;
+            host_compute(compute);
+            return PMPI_Wait(&req, MPI_STATUS_IGNORE);
+        }
+        /* Staged as a user would, as RUN_MPI is. */
+        from_buf(host_stage, in ? in : buf, n * opt.type->size);
+        rc = PMPI_Iallreduce(MPI_IN_PLACE, host_stage, count, opt.type->type, opt.op, MPI_COMM_WORLD, &req);
+        if (rc != MPI_SUCCESS) return rc;
+        host_compute(compute);
+        rc = PMPI_Wait(&req, MPI_STATUS_IGNORE);
+        to_buf(buf, host_stage, n * opt.type->size);
+#ifdef HAR_BENCH_CUDA
+        cudaStreamSynchronize(cudaStreamLegacy);
+#endif
+        return rc;
     case RUN_FORCED:
         har_set_algo(c->name);
         rc = MPI_Allreduce(send, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD);
@@ -360,6 +405,7 @@ static void parse_args(int argc, char **argv)
         else if (!strcmp(arg, "--check")) opt.check = 1;
         else if (!strcmp(arg, "--out-of-place")) opt.out_of_place = 1;
         else if (!strcmp(arg, "--quiet")) opt.quiet = 1;
+        else if (!strcmp(arg, "--nonblocking")) opt.nonblocking = 1;
         else if (!strcmp(arg, "--device")) opt.device = 1;
         else if (!strcmp(arg, "--cuda-first")) opt.cuda_first = opt.device = 1;
         else if (!strcmp(arg, "--type") && val) {
@@ -383,6 +429,10 @@ static void parse_args(int argc, char **argv)
             fprintf(stderr, "har-bench: bad argument %s%s%s\n%s", arg, val ? " " : "", val ? val : "", usage);
             exit(2);
         }
+    }
+    if (opt.tune && opt.nonblocking) {
+        fprintf(stderr, "har-bench: --tuning times the blocking call; --nonblocking is for comparing\n");
+        exit(2);
     }
     if (opt.buffers < 1) opt.buffers = 1;
     if (opt.max_bytes < opt.min_bytes) opt.max_bytes = opt.min_bytes;
@@ -418,6 +468,14 @@ static void node_shape(void)
     if (opt.device) die_all("--device: har-bench was built without CUDA");
 #endif
     MPI_Comm_free(&node);
+}
+
+/* Counter `index` (har.h), 0 if there is none. */
+static unsigned long long counter_value(int index)
+{
+    unsigned long long v[256];
+    int n = har_counters(v, 256);
+    return index >= 0 && index < n && index < 256 ? v[index] : 0;
 }
 
 static unsigned served_bits(const unsigned long long before[HAR_PATH_COUNT])
@@ -484,9 +542,15 @@ int main(int argc, char **argv)
                 snprintf(names[k], sizeof names[k], "%s+two_shot", name), add_cand(names[k++], RUN_FORCED);
         }
         if (nnodes == 1) add_cand("mpi", RUN_FORCED);
+    } else if (opt.nonblocking) {
+        add_cand("har", RUN_HAR_NB);
+        add_cand("mpi", RUN_MPI_NB);
+        add_cand("har_blocking", RUN_HAR);
     } else {
         add_cand("har", RUN_HAR);
         add_cand("mpi", RUN_MPI);
+    }
+    if (!opt.tune) {
 #ifdef HAR_BENCH_CUDA
         if (opt.device) nccl_setup();
 #endif
@@ -496,7 +560,8 @@ int main(int argc, char **argv)
         if (floor_ok) add_cand("floor", RUN_FLOOR);
 #endif
     }
-    const int nccl_c = cand_of(RUN_NCCL), floor_c = cand_of(RUN_FLOOR);
+    const int nccl_c = cand_of(RUN_NCCL), floor_c = cand_of(RUN_FLOOR), blocking_c = opt.nonblocking ? cand_of(RUN_HAR) : -1;
+    const int staged_counter = har_counter_index("iallreduce_staged");
     size_t max_n = opt.max_bytes / opt.type->size;
     if (max_n == 0) die_all("--max is smaller than one element");
     char *host = malloc(max_n * opt.type->size);
@@ -509,16 +574,20 @@ int main(int argc, char **argv)
     FILE *csv = NULL;
     if (opt.csv && rank == 0 && !(csv = fopen(opt.csv, "w"))) die("cannot write the CSV file");
     if (csv) fprintf(csv, "bytes,candidate,ranks,ranks_per_node,nodes,buffers,class,type,op,median_us,p10_us,p90_us,"
-                          "algbw_GBs,busbw_GBs,paths,checked,in_place\n");
+                          "algbw_GBs,busbw_GBs,paths,checked,in_place,compute_us,total_us,overlap_pct\n");
     if (rank == 0) {
         printf("# har-bench%s: %d ranks (%d per node, %d node(s)), %s %s, %s buffers (rotating over %d, %s), %s, "
-               "time = max over ranks per call, median us\n", opt.tune ? " --tuning" : "", nranks, local_size,
+               "time = max over ranks per call, median us\n", opt.tune ? " --tuning" : opt.nonblocking ? " --nonblocking" : "",
+               nranks, local_size,
                nnodes, opt.type->name, opt.op_name, opt.device ? "device" : "host", opt.buffers,
                opt.out_of_place ? "a send buffer each" : "in place",
                !opt.device ? "host memory" : opt.cuda_first ? "CUDA before MPI_Init" : "host all-reduce before CUDA");
         printf("%12s", "bytes");
         for (int c = 0; c < ncands; c++) printf(" %*s", opt.tune ? 22 : 12, cands[c].name);
         if (opt.tune) printf(" %22s\n", "fastest");
+        else if (opt.nonblocking)
+            printf(" %8s %9s %9s %8s %8s %-24s %s\n", "har/mpi", "har/blk", floor_c >= 0 ? "har/floor" : "",
+                   "har_ovl%", "mpi_ovl%", "har_paths", "checked");
         else printf(" %8s %9s %9s %10s %-24s %s\n", "har/mpi", nccl_c >= 0 ? "har/nccl" : "",
                     floor_c >= 0 ? "har/floor" : "", "har_busbw", "har_paths", "checked");
         fflush(stdout);
@@ -543,7 +612,7 @@ int main(int argc, char **argv)
             har_counters(before, HAR_PATH_COUNT);
             fill(host, n, rank);
             to_buf(opt.out_of_place ? ins[0] : bufs[0], host, n * opt.type->size);
-            ok[c] = one_call(&cands[c], ins[0], bufs[0], n) == MPI_SUCCESS;
+            ok[c] = one_call(&cands[c], ins[0], bufs[0], n, 0) == MPI_SUCCESS;
             int served = (served_bits(before) & cands[c].must_serve) == cands[c].must_serve;
             from_buf(host, bufs[0], n * opt.type->size);
             if (opt.check && cands[c].run != RUN_FLOOR) ok[c] = ok[c] && verify(host, n);
@@ -563,13 +632,15 @@ int main(int argc, char **argv)
                 int c = (it + opt.warmup + k) % ncands;
                 if (!timed[c]) continue;
                 int slot = (it + opt.warmup) % opt.buffers;
-                unsigned long long before[HAR_PATH_COUNT];
+                unsigned long long before[HAR_PATH_COUNT], staged = counter_value(staged_counter);
                 har_counters(before, HAR_PATH_COUNT);
                 PMPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
-                one_call(&cands[c], ins[slot], bufs[slot], n);
+                one_call(&cands[c], ins[slot], bufs[slot], n, 0);
                 double dt = MPI_Wtime() - t0;
                 unsigned took = served_bits(before);
+                if (cands[c].run == RUN_HAR_NB && !took)
+                    took = counter_value(staged_counter) > staged ? HAR_BIT(STAGED) : HAR_BIT(MPI);
                 if (it >= 0) t[c][it] = dt;
                 if (it >= 0 && took) {
                     mixed[c] |= paths[c] && paths[c] != took;
@@ -590,7 +661,33 @@ int main(int argc, char **argv)
             p10[c] = round(t[c][iters / 10] * 1e9) / 1e3;
             p90[c] = round(t[c][iters * 9 / 10] * 1e9) / 1e3;
             free(t[c]);
+            t[c] = NULL;
             if (ok[c] && cands[c].run != RUN_FLOOR && (best < 0 || med[c] < med[best])) best = c;
+        }
+        /* --nonblocking: each non-blocking candidate again, with host work
+         * as long as its pure communication between the post and the wait,
+         * taking turns as above. */
+        double total[MAX_CANDS] = {0}, overlap[MAX_CANDS] = {0};
+        for (int k = 0; opt.nonblocking && k < ncands; k++)
+            if (timed[k] && (cands[k].run == RUN_HAR_NB || cands[k].run == RUN_MPI_NB))
+                t[k] = calloc((size_t)iters, sizeof(double));
+        for (int it = -opt.warmup; opt.nonblocking && it < iters; it++)
+            for (int k = 0; k < ncands; k++) {
+                int c = (it + opt.warmup + k) % ncands, slot = (it + opt.warmup) % opt.buffers;
+                if (!t[c]) continue;
+                PMPI_Barrier(MPI_COMM_WORLD);
+                double t0 = MPI_Wtime();
+                one_call(&cands[c], ins[slot], bufs[slot], n, med[c] * 1e-6);
+                if (it >= 0) t[c][it] = MPI_Wtime() - t0;
+            }
+        for (int c = 0; c < ncands; c++) {
+            if (!t[c]) continue;
+            PMPI_Allreduce(MPI_IN_PLACE, t[c], iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            qsort(t[c], (size_t)iters, sizeof(double), cmp_double);
+            total[c] = round(t[c][iters / 2] * 1e9) / 1e3;
+            overlap[c] = fmax(0, fmin(100, 100 * (1 - (total[c] - med[c]) / med[c])));
+            free(t[c]);
+            t[c] = NULL;
         }
         /* --tuning: a choice 4x slower than the best at two sizes in a row is
          * not timed at larger ones (staging and the MPI only fall further behind). */
@@ -618,6 +715,12 @@ int main(int argc, char **argv)
                 else printf(" %*s", opt.tune ? 22 : 12, "-");
             if (opt.tune) {
                 printf(" %22s%s\n", best >= 0 ? cands[best].name : "-", opt.check && !all_ok ? " FAILED" : "");
+            } else if (opt.nonblocking) {
+                char vs_blocking[16] = "-", vs_floor[16] = "";
+                if (timed[blocking_c]) snprintf(vs_blocking, sizeof vs_blocking, "%.2f", med[0] / med[blocking_c]);
+                if (floor_c >= 0 && timed[floor_c]) snprintf(vs_floor, sizeof vs_floor, "%.2f", med[0] / med[floor_c]);
+                printf(" %8.2f %9s %9s %8.0f %8.0f %-24s %s\n", med[0] / med[1], vs_blocking, vs_floor, overlap[0],
+                       overlap[1], took[0], opt.check ? (ok[0] && ok[1] ? "yes" : "FAILED") : "no");
             } else {
                 char vs_nccl[16] = "", vs_floor[16] = "";
                 if (nccl_c >= 0 && timed[nccl_c]) snprintf(vs_nccl, sizeof vs_nccl, "%.2f", med[0] / med[nccl_c]);
@@ -626,14 +729,18 @@ int main(int argc, char **argv)
                        real_bytes / med[0] * 1e-3 * factor, took[0], opt.check ? (ok[0] && ok[1] ? "yes" : "FAILED") : "no");
             }
             fflush(stdout);
-            for (int c = 0; csv && c < ncands; c++)
-                if (timed[c])
-                    fprintf(csv, "%zu,%s,%d,%d,%d,%s,%s,%s,%s,%.3f,%.3f,%.3f,%.4f,%.4f,%s,%s,%s\n", n * opt.type->size,
-                            cands[c].name, nranks, local_size, nnodes, opt.device ? "device" : "host",
-                            cls, opt.type->name, opt.op_name, med[c], p10[c], p90[c],
-                            real_bytes / med[c] * 1e-3, real_bytes / med[c] * 1e-3 * factor, took[c],
-                            opt.check && cands[c].run != RUN_FLOOR ? (ok[c] ? "yes" : "FAILED") : "no",
-                            opt.out_of_place ? "no" : "yes");
+            for (int c = 0; csv && c < ncands; c++) {
+                if (!timed[c]) continue;
+                fprintf(csv, "%zu,%s,%d,%d,%d,%s,%s,%s,%s,%.3f,%.3f,%.3f,%.4f,%.4f,%s,%s,%s,", n * opt.type->size,
+                        cands[c].name, nranks, local_size, nnodes, opt.device ? "device" : "host",
+                        cls, opt.type->name, opt.op_name, med[c], p10[c], p90[c],
+                        real_bytes / med[c] * 1e-3, real_bytes / med[c] * 1e-3 * factor, took[c],
+                        opt.check && cands[c].run != RUN_FLOOR ? (ok[c] ? "yes" : "FAILED") : "no",
+                        opt.out_of_place ? "no" : "yes");
+                /* --nonblocking: the host work, the time with it, the overlap */
+                if (total[c] > 0) fprintf(csv, "%.3f,%.3f,%.1f\n", med[c], total[c], overlap[c]);
+                else fprintf(csv, ",,\n");
+            }
         }
         if (bytes > opt.max_bytes / 2) break;
     }
