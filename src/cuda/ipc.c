@@ -82,7 +82,7 @@ typedef struct {
     size_t slots_at;                     /* where the data slots start in a segment */
     /* The push kernels (kernels.cu): their area in every segment, per call
      * parity the (writer, block) lines then a data region per writer. */
-    size_t push_region, push_parity;     /* the largest push call in bytes (0: no push area); bytes per parity */
+    size_t push_max, push_parity;        /* the largest push call in bytes (0: no push area); bytes per parity */
     int push_blocks;                     /* their grid: the same on every rank */
     uint64_t push_seq;                   /* push calls so far; the same on every rank */
     push_host_t *push_host, *push_host_dev;  /* pinned and mapped: what the kernels tell the host */
@@ -262,15 +262,15 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         d->nslots = node->nnodes > 1 ? 3 : 2;
         d->numa = har_pci_numa_node("/sys", gpu->bus);
         /* The push area only on one node: across nodes the pipeline serves. */
-        d->push_region = node->nnodes == 1 ? (size_t)node->set->device_push_max : 0;
-        d->push_parity = d->push_region
-                             ? (HAR_DEV_PUSH_LINES + d->nranks * HAR_DEV_PUSH_REGION(d->push_region) + 4095) / 4096 * 4096
+        d->push_max = node->nnodes == 1 ? (size_t)node->set->device_push_max : 0;
+        d->push_parity = d->push_max
+                             ? (HAR_DEV_PUSH_LINES + d->nranks * HAR_DEV_PUSH_REGION(d->push_max) + 4095) / 4096 * 4096
                              : 0;
         d->slots_at = HAR_DEV_FLAG_BYTES + 2 * d->push_parity;
         /* Where this rank's setting asks for a resident grid, every grid
          * of its kernels leaves room for it, whichever of its
          * communicators holds it (the node runs its smallest grid). */
-        int reserve = d->push_region && HAR_CFG(device_resident).d > 0 ? HAR_DEV_PUSH_BLOCKS : 0;
+        int reserve = d->push_max && HAR_CFG(device_resident).d > 0 ? HAR_DEV_PUSH_BLOCKS : 0;
         ipc_t *none = NULL;
         if (reserve && atomic_compare_exchange_strong(&resident_owner, &none, d))
             d->resident_idle_ns = (uint64_t)(HAR_CFG(device_resident).d * 1e9);
@@ -502,7 +502,7 @@ static har_status_t launch_resident(ipc_t *d, int dtype, int op)
     memset(&r, 0, sizeof r);
     for (int k = 0; k < d->nranks; k++) r.area[k] = d->peer[k] + HAR_DEV_FLAG_BYTES;
     r.parity_bytes = d->push_parity;
-    r.region = HAR_DEV_PUSH_REGION(d->push_region);
+    r.region = HAR_DEV_PUSH_REGION(d->push_max);
     r.nranks = d->nranks;
     r.me = d->me;
     r.dtype = d->resident_dtype = dtype;
@@ -600,10 +600,10 @@ static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call,
     a.out = call->out;
     if (!here) {
         if (!d->push_stage)
-            st = har_gpu_check(cudaMalloc((void **)&d->push_stage, 2 * d->push_region), "cudaMalloc (push staging)");
+            st = har_gpu_check(cudaMalloc((void **)&d->push_stage, 2 * d->push_max), "cudaMalloc (push staging)");
         if (st == HAR_OK) st = har_mem_copy(d->push_stage, HAR_MEM_DEVICE, call->in, call->in_kind, bytes);
         a.in = d->push_stage;
-        a.out = d->push_stage + d->push_region;
+        a.out = d->push_stage + d->push_max;
     }
     uint64_t seq = ++d->push_seq;
     size_t parity = (size_t)(seq & 1) * d->push_parity;
@@ -611,7 +611,7 @@ static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call,
         a.lines[r] = d->peer[r] + HAR_DEV_FLAG_BYTES + parity;
         a.data[r] = a.lines[r] + HAR_DEV_PUSH_LINES;
     }
-    a.region = HAR_DEV_PUSH_REGION(d->push_region);
+    a.region = HAR_DEV_PUSH_REGION(d->push_max);
     a.n = call->count;
     a.nranks = d->nranks;
     a.me = d->me;

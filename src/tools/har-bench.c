@@ -632,14 +632,15 @@ int main(int argc, char **argv)
                 int c = (it + opt.warmup + k) % ncands;
                 if (!timed[c]) continue;
                 int slot = (it + opt.warmup) % opt.buffers;
-                unsigned long long before[HAR_PATH_COUNT], staged = counter_value(staged_counter);
+                const int nonblocking = cands[c].run == RUN_HAR_NB;
+                unsigned long long before[HAR_PATH_COUNT], staged = nonblocking ? counter_value(staged_counter) : 0;
                 har_counters(before, HAR_PATH_COUNT);
                 PMPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
                 one_call(&cands[c], ins[slot], bufs[slot], n, 0);
                 double dt = MPI_Wtime() - t0;
                 unsigned took = served_bits(before);
-                if (cands[c].run == RUN_HAR_NB && !took)
+                if (nonblocking && !took)
                     took = counter_value(staged_counter) > staged ? HAR_BIT(STAGED) : HAR_BIT(MPI);
                 if (it >= 0) t[c][it] = dt;
                 if (it >= 0 && took) {
