@@ -23,7 +23,7 @@
 typedef struct {
     int all_device;     /* every rank's buffers are on one GPU, the one its device engines use */
     int ctx_ranks;      /* ranks with a CUDA context for that GPU */
-    int pushed;         /* some rank went ahead on the push kernels: all must run them */
+    int pushed;         /* some rank went ahead (launched with no host step): all must run its kernels */
 } agreed_t;
 
 /* Engines built here that may serve: set up, not yet tried, or failed once
@@ -164,16 +164,16 @@ static void setup(har_comm_t *c, int e, const agreed_t *agreed)
     s->ctx_ranks = agreed->ctx_ranks;
 }
 
-/* The push kernels' plan, if the plan picks them for device buffers on
- * every local rank and they are set up. */
-static int push_plan(const har_comm_t *c, har_plan_in_t in, har_plan_t *plan)
+/* The plan for device buffers on every local rank, if it goes ahead (its
+ * kernels meet on the GPU: no host step first) on an engine set up. */
+static int ahead_plan(const har_comm_t *c, har_plan_in_t in, har_plan_t *plan)
 {
     in.on_device = 1;
     in.shared_gpu = c->gpu.shared_gpu;
     in.cls = c->gpu.cls;
     in.engines = engines_on_offer(c, 0);
     *plan = har_plan(&in, &c->set);
-    return (plan->paths & HAR_BIT(PUSH)) && c->eng[plan->engine].state == HAR_ENGINE_READY;
+    return (plan->paths & HAR_BIT(AHEAD)) && c->eng[plan->engine].state == HAR_ENGINE_READY;
 }
 
 har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan)
@@ -214,22 +214,22 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
         if (plan->engine == HAR_PATH_MPI) return HAR_OK;
         return arrive(c, call, no, &host, 1, &agreed);
     }
-    /* Where this rank's buffers are on the kernels' GPU and the plan picks
-     * the push kernels, it goes ahead without waiting for its peers (the
-     * kernels wait for each other); its record tells a peer that waits at
-     * the arrival (its buffers are elsewhere) to join. Every other way
-     * waits for every record. */
+    /* Where this rank's buffers are on the kernels' GPU and the plan goes
+     * ahead, it launches without waiting for its peers (the kernels wait
+     * for each other); its record tells a peer that waits at the arrival
+     * (its buffers are elsewhere) to join. Every other way waits for every
+     * record. */
     int ahead = c->surveyed && node->nnodes == 1 && call->in_kind == HAR_MEM_DEVICE &&
                 call->out_kind == HAR_MEM_DEVICE && call->gpu == c->gpu.ordinal && !call->bad;
-    if (ahead && push_plan(c, in, plan)) {
+    if (ahead && ahead_plan(c, in, plan)) {
         post(c, call, no, HAR_ARRIVE_PUSHED);
         return HAR_OK;
     }
     har_status_t st = arrive(c, call, no, &host, call->in_kind == HAR_MEM_HOST, &agreed);
     if (st != HAR_OK) return st;
     if (agreed.pushed) {
-        if (push_plan(c, in, plan)) return HAR_OK;
-        har_note("a local rank went ahead on the push kernels, which this rank cannot run");
+        if (ahead_plan(c, in, plan)) return HAR_OK;
+        har_note("a local rank went ahead on kernels that this rank cannot run");
         har_node_fail(node, HAR_ERR_INTERNAL, -1, "arrival");
         return HAR_ERR_INTERNAL;
     }
@@ -249,6 +249,7 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
     for (;;) {
         in.engines = engines_on_offer(c, agreed.ctx_ranks);
         *plan = har_plan(&in, &c->set);
+        plan->paths &= ~HAR_BIT(AHEAD);  /* every rank arrived: nobody went ahead */
         if (plan->engine == HAR_PATH_MPI || c->eng[plan->engine].state == HAR_ENGINE_READY) return HAR_OK;
         setup(c, plan->engine, &agreed);  /* no longer untried, so the loop ends */
         if (har_node_failed(node)) return HAR_ERR_PEER_FAILED;  /* its exchanges failed (recorded) */

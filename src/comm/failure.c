@@ -85,6 +85,21 @@ har_status_t har_calls_differ(har_node_t *node, int r0, const har_arrival_t *a0,
     return st;
 }
 
+har_status_t har_node_records_differ(har_node_t *node, uint64_t no, const char *step)
+{
+    har_seg_t *seg = &node->seg;
+    const har_arrival_t *mine = &har_seg_ctl(seg, node->local_rank)->arrival[no & 1];
+    for (int r = 0; seg->base && r < node->local_size; r++) {
+        har_ctl_t *ctl = har_seg_ctl(seg, r);
+        /* Posted: it finished the step this rank's post finished (every
+         * rank takes the same steps while their calls agree). */
+        if (r == node->local_rank || atomic_load_explicit(&ctl->epoch, memory_order_acquire) < seg->my_epoch) continue;
+        if (har_arrival_differs(mine, &ctl->arrival[no & 1]) != HAR_OK)
+            return har_calls_differ(node, node->local_rank, mine, r, &ctl->arrival[no & 1], r, step);
+    }
+    return HAR_OK;
+}
+
 void har_node_blame(har_node_t *node, har_status_t st, int rank, int world_rank, const char *host, const char *step)
 {
     har_failure_t why;

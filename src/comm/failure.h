@@ -49,6 +49,12 @@ HAR_HIDDEN void har_node_fail(har_node_t *node, har_status_t st, int culprit, co
  * HAR_ERR_OP). */
 HAR_HIDDEN har_status_t har_calls_differ(har_node_t *node, int r0, const har_arrival_t *a0, int r1,
                                          const har_arrival_t *a1, int culprit, const char *step);
+/* While this rank's call `no`, gone ahead of the arrival, waits on the GPU:
+ * the first local rank that has posted its record for the call (comm/call.c)
+ * and whose call differs, reported as above at `step`; HAR_OK if none. A
+ * rank that went ahead into other kernels than this rank's (another size)
+ * never meets them there: only its record tells. */
+HAR_HIDDEN har_status_t har_node_records_differ(har_node_t *node, uint64_t no, const char *step);
 /* The same for a rank named by its ranks in the communicator and in
  * MPI_COMM_WORLD (-1: unknown) and its host ("?": unknown), such as a rank
  * on another node. */

@@ -46,13 +46,14 @@
 #include "engine.h"
 #include "inter/inter.h"
 
-/* What the push kernels and the host tell each other in host memory: per
- * block, its last call done, the record of a peer whose call differed and
- * the last resident generation that ended; and the call posted to the
- * resident grid, on a line of its own (block 0 polls it). */
+/* What the kernels and the host tell each other in host memory: per
+ * block, the record of a peer whose call differed (any kernel on one
+ * node), the push kernels' last call done and the last resident
+ * generation that ended; and the call posted to the resident grid, on a
+ * line of its own (block 0 polls it). */
 typedef struct {
+    uint64_t differs[4 * HAR_DEV_MAX_BLOCKS];
     uint64_t done[HAR_DEV_PUSH_BLOCKS];
-    uint64_t differs[4 * HAR_DEV_PUSH_BLOCKS];
     uint64_t ended[HAR_DEV_PUSH_BLOCKS];
     har_resident_call_t post __attribute__((aligned(HAR_DEV_LINE)));
 } push_host_t;
@@ -86,8 +87,9 @@ typedef struct {
     int push_blocks;                     /* their grid: the same on every rank */
     uint64_t push_seq;                   /* push calls so far; the same on every rank */
     push_host_t *push_host, *push_host_dev;  /* pinned and mapped: what the kernels tell the host */
-    char *push_stage;                    /* device: a joining rank's input and output where its buffers are not
-                                          * on this GPU (two regions), on first need */
+    size_t ahead_max;                    /* the largest call that goes ahead (0: none) */
+    char *ahead_stage;                   /* device: a joining rank's input and output where its buffers are not
+                                          * on this GPU (two regions of ahead_max), on first need */
     /* The resident push grid (HAR_DEVICE_RESIDENT): on a non-blocking
      * stream of its own, so that the application's legacy default stream
      * never waits for it; each launch a new generation (0: none yet), of
@@ -151,7 +153,7 @@ static void ipc_destroy(void *engine)
     if (d->relay) cudaFree(d->relay);
     if (d->abort_host) cudaFreeHost((void *)d->abort_host);
     if (d->push_host) cudaFreeHost(d->push_host);
-    if (d->push_stage) cudaFree(d->push_stage);
+    if (d->ahead_stage) cudaFree(d->ahead_stage);
     for (int i = 0; i < 2; i++) {
         unpinned_free(d->stage[i], d->slot_bytes);
         if (d->out[i]) cudaEventDestroy(d->out[i]);
@@ -267,6 +269,8 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
                              ? (HAR_DEV_PUSH_LINES + d->nranks * HAR_DEV_PUSH_REGION(d->push_max) + 4095) / 4096 * 4096
                              : 0;
         d->slots_at = HAR_DEV_FLAG_BYTES + 2 * d->push_parity;
+        size_t ahead = node->nnodes == 1 ? (size_t)node->set->device_ahead_max : 0;
+        d->ahead_max = ahead > d->push_max ? ahead : d->push_max;
         /* Where this rank's setting asks for a resident grid, every grid
          * of its kernels leaves room for it, whichever of its
          * communicators holds it (the node runs its smallest grid). */
@@ -457,9 +461,61 @@ static har_status_t across_buffers(ipc_t *d, int inter)
     return st;
 }
 
+/* A call as the host waits for its kernels: how to stop them, and where
+ * a peer whose call differs may show if the call went ahead (no host step
+ * before its kernels). */
+typedef struct {
+    ipc_t *d;
+    har_node_t *node;
+    const har_call_t *call;
+    uint64_t id;        /* what its kernels' records of a differing peer carry */
+    int blocks;         /* its kernels' blocks, at most: who may have recorded one */
+    const char *step;
+} call_watch_t;
+
+/* A difference the kernels of call w recorded, reported (har_calls_differ);
+ * else HAR_OK. */
+static har_status_t recorded_difference(const call_watch_t *w)
+{
+    for (int b = 0; b < w->blocks; b++) {
+        const volatile uint64_t *rec = w->d->push_host->differs + 4 * b;
+        if (rec[0] != w->id) continue;
+        har_arrival_t mine, theirs;
+        har_arrival_of(&mine, w->call, w->node->call);
+        theirs = mine;
+        theirs.count = rec[2];
+        theirs.type = (uint16_t)(rec[3] >> 40);
+        theirs.op = (int8_t)(rec[3] >> 32);
+        theirs.call = (uint32_t)rec[3];
+        int peer = (int)rec[1];
+        return har_calls_differ(w->node, w->d->me, &mine, peer, &theirs, peer, w->step);
+    }
+    return HAR_OK;
+}
+
+/* The wait's look at a call gone ahead (har_gpu_watch_t.poll): a
+ * difference its kernels recorded while some of their blocks still wait
+ * (for blocks a differing call never runs), or one in a peer's posted
+ * record (a call of another size went ahead into other kernels, which
+ * never meet these). */
+static har_status_t ahead_poll(void *ctx)
+{
+    const call_watch_t *w = ctx;
+    har_status_t st = recorded_difference(w);
+    return st == HAR_OK ? har_node_records_differ(w->node, w->node->call, w->step) : st;
+}
+
+static void stop_call(void *ctx) { stop_kernels(((const call_watch_t *)ctx)->d); }
+
+/* Barrier kernels' records carry the call's first epoch with the top bit
+ * set; the push kernels', their call's number: never the same. */
+#define BARRIER_CALL_ID(epoch) ((epoch) | 1ull << 63)
+
 static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *call, const har_plan_t *plan)
 {
-    har_gpu_watch_t watch = {NULL, stop_kernels, d};
+    call_watch_t w = {d, node, call, BARRIER_CALL_ID(d->epoch), d->max_blocks, "ahead"};
+    int ahead = (plan->paths & HAR_BIT(AHEAD)) != 0;
+    har_gpu_watch_t watch = {ahead ? ahead_poll : NULL, stop_call, &w};
     har_dev_args_t a;
     memset(&a, 0, sizeof a);
     a.nranks = d->nranks;
@@ -470,6 +526,10 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
     a.one_shot = plan->one_shot;
     a.abort = d->abort_dev;
     a.aligned = ((uintptr_t)call->in | (uintptr_t)call->out) % 16 == 0;
+    a.count = call->count;
+    a.sig = har_dev_push_sig(call->red.type_code, call->red.dev_op, (uint32_t)node->call);
+    a.call_id = w.id;
+    a.differs = d->push_host_dev->differs;
     for (int r = 0; r < d->nranks; r++) a.flags[r] = d->peer[r];
     size_t chunk = har_chunk_elems(plan->chunk_bytes, a.elem);
     har_status_t st = HAR_OK;
@@ -491,7 +551,8 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
         cudaGetLastError();
         return st;
     }
-    return har_gpu_wait(d->stream, node, &watch, "device");
+    st = har_gpu_wait(d->stream, node, &watch, "device");
+    return st == HAR_OK && ahead ? recorded_difference(&w) : st;
 }
 
 /* Launches the next resident generation, of the given type and op; it
@@ -586,25 +647,14 @@ static int legacy_stream_idle(void)
 /* One call by the push kernels (kernels.cu). Nothing waits for the peers
  * before the launch: the kernels do, and the host waits for their flags.
  * Where the resident grid runs (HAR_DEVICE_RESIDENT), the call is posted
- * to it instead of launched. A rank whose buffers are not on this GPU (it
- * joined peers that went ahead: comm/call.c) runs the same kernel on
- * copies. */
+ * to it instead of launched. */
 static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call, int *resident)
 {
     har_push_args_t a;
     memset(&a, 0, sizeof a);
-    size_t bytes = call->bytes;
-    int here = call->in_kind == HAR_MEM_DEVICE && call->out_kind == HAR_MEM_DEVICE && call->gpu == d->gpu;
     har_status_t st = HAR_OK;
     a.in = call->in;
     a.out = call->out;
-    if (!here) {
-        if (!d->push_stage)
-            st = har_gpu_check(cudaMalloc((void **)&d->push_stage, 2 * d->push_max), "cudaMalloc (push staging)");
-        if (st == HAR_OK) st = har_mem_copy(d->push_stage, HAR_MEM_DEVICE, call->in, call->in_kind, bytes);
-        a.in = d->push_stage;
-        a.out = d->push_stage + d->push_max;
-    }
     uint64_t seq = ++d->push_seq;
     size_t parity = (size_t)(seq & 1) * d->push_parity;
     for (int r = 0; r < d->nranks; r++) {
@@ -623,27 +673,36 @@ static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call,
     a.abort = d->abort_dev;
     a.done = d->push_host_dev->done;
     a.differs = d->push_host_dev->differs;
-    *resident = st == HAR_OK && d->resident_idle_ns && here && legacy_stream_idle();
+    *resident = d->resident_idle_ns && legacy_stream_idle();
     if (*resident) st = post_resident(d, &a);
-    else if (st == HAR_OK) st = har_gpu_check(har_dev_push(&a, d->push_blocks, d->stream), "kernel launch");
+    else st = har_gpu_check(har_dev_push(&a, d->push_blocks, d->stream), "kernel launch");
     if (st != HAR_OK) return st;  /* never pushed: its peers wait until the caller fails the segment */
-    har_gpu_watch_t watch = {NULL, stop_kernels, d};
-    push_wait_t w = {d, seq, *resident};
-    st = har_gpu_wait_flags(*resident ? d->resident_stream : d->stream, push_done, &w, node, &watch, "device");
-    for (int b = 0; st == HAR_OK && b < d->push_blocks; b++) {
-        const volatile uint64_t *rec = d->push_host->differs + 4 * b;
-        if (rec[0] != seq) continue;
-        har_arrival_t mine, theirs;
-        har_arrival_of(&mine, call, node->call);
-        theirs = mine;
-        theirs.count = rec[2];
-        theirs.type = (uint16_t)(rec[3] >> 40);
-        theirs.op = (int8_t)(rec[3] >> 32);
-        theirs.call = (uint32_t)rec[3];
-        int peer = (int)rec[1];
-        return har_calls_differ(node, d->me, &mine, peer, &theirs, peer, "push");
+    call_watch_t w = {d, node, call, seq, d->push_blocks, "push"};
+    har_gpu_watch_t watch = {ahead_poll, stop_call, &w};
+    push_wait_t flags = {d, seq, *resident};
+    st = har_gpu_wait_flags(*resident ? d->resident_stream : d->stream, push_done, &flags, node, &watch, "device");
+    return st == HAR_OK ? recorded_difference(&w) : st;
+}
+
+/* A rank that joined peers gone ahead with its buffers elsewhere (comm/
+ * call.c) runs the same kernels on copies in this GPU's memory: `staged`
+ * is the call on them, its input copied in. */
+static har_status_t stage_call(ipc_t *d, const har_call_t *call, har_call_t *staged)
+{
+    if (call->bytes > d->ahead_max) {
+        har_note("a call of %llu bytes joined kernels gone ahead, which take at most %zu",
+                 (unsigned long long)call->bytes, d->ahead_max);
+        return HAR_ERR_INTERNAL;
     }
-    if (st == HAR_OK && !here) st = har_mem_copy(call->out, call->out_kind, a.out, HAR_MEM_DEVICE, bytes);
+    har_status_t st = HAR_OK;
+    if (!d->ahead_stage)
+        st = har_gpu_check(cudaMalloc((void **)&d->ahead_stage, 2 * d->ahead_max), "cudaMalloc (staging)");
+    if (st == HAR_OK) st = har_mem_copy(d->ahead_stage, HAR_MEM_DEVICE, call->in, call->in_kind, call->bytes);
+    *staged = *call;
+    staged->in = d->ahead_stage;
+    staged->out = d->ahead_stage + d->ahead_max;
+    staged->in_kind = staged->out_kind = HAR_MEM_DEVICE;
+    staged->gpu = d->gpu;
     return st;
 }
 
@@ -653,8 +712,12 @@ static har_status_t ipc_run(void *engine, har_node_t *node, const har_call_t *ca
     har_gpu_scope_t scope;
     int resident = 0;
     har_status_t st = har_gpu_enter(d->gpu, &scope);
+    int here = call->in_kind == HAR_MEM_DEVICE && call->out_kind == HAR_MEM_DEVICE && call->gpu == d->gpu;
+    har_call_t staged = *call;
+    if (st == HAR_OK && !here) st = stage_call(d, call, &staged);
     if (st == HAR_OK)
-        st = plan->paths & HAR_BIT(PUSH) ? run_push(d, node, call, &resident) : run_chunks(d, node, call, plan);
+        st = plan->paths & HAR_BIT(PUSH) ? run_push(d, node, &staged, &resident) : run_chunks(d, node, &staged, plan);
+    if (st == HAR_OK && !here) st = har_mem_copy(call->out, call->out_kind, staged.out, HAR_MEM_DEVICE, call->bytes);
     if (resident) plan->paths |= HAR_BIT(RESIDENT);
     har_gpu_leave(&scope);
     return st;
@@ -667,5 +730,6 @@ const har_engine_t har_engine_ipc = {
     .can = {.path = HAR_PATH_IPC, .takes = HAR_TAKES_DEVICE,
             .shots = HAR_BIT(ONE_SHOT) | HAR_BIT(TWO_SHOT) | HAR_BIT(PUSH),
             .kernel_types = 1, .across = HAR_BIT(RAILS), .shared_gpu = 1, .max_local = HAR_DEV_MAX_RANKS,
-            .rank = 1, .device_slot = 1, .one_shot_max = HAR_SETTING(device_one_shot_max)},
+            .rank = 1, .device_slot = 1, .one_shot_max = HAR_SETTING(device_one_shot_max),
+            .ahead_max = HAR_SETTING(device_ahead_max)},
     .setup = ipc_setup, .run = ipc_run, .destroy = ipc_destroy};

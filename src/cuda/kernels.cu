@@ -4,9 +4,11 @@
 // sub-ranges on every rank, and synchronises only with the same block index
 // on the peers: a flag line per (writer, block) in the reader's own memory,
 // written remotely with a system-scope release after the block's data,
-// polled locally (relaxed loads, then an acquire fence). The host has seen
-// every peer arrive before launching, so no block spins on a peer that has
-// not started the call.
+// polled locally (relaxed loads, then an acquire fence). On one node a
+// rank may launch before its peers have called (HAR_DEVICE_AHEAD_MAX): its
+// blocks then wait for theirs on the GPU, and the first barrier carries
+// each call's count and signature so that a differing call is found, not
+// mixed. Elsewhere the host has seen every peer arrive before launching.
 //
 // The push kernels (further down): one-shot calls on one node that no host
 // step precedes; their blocks wait only for their peers' data.
@@ -42,23 +44,61 @@ __device__ __forceinline__ uint64_t *flag(char *area, int writer, int block)
     return (uint64_t *)(area + ((size_t)writer * HAR_DEV_MAX_BLOCKS + block) * HAR_DEV_LINE);
 }
 
+// The words of a (writer, block) flag line: the writer's epoch, then the
+// count and signature of its calls in two places taken in turn (on one node
+// every kernel takes two epochs, so a.epoch / 2 alternates). A writer
+// writes its next call's pair only after its current kernel ended, and that
+// needed every peer's flag of the current call, set after the peer's
+// previous kernel, the reader of the other pair, ended: so the pair a
+// reader compares is never overwritten before it looks.
+enum { FLAG_EPOCH = 0, FLAG_CALL = 2 };
+
+__device__ __forceinline__ uint64_t *call_words(char *area, int writer, int block, uint64_t epoch)
+{
+    return flag(area, writer, block) + FLAG_CALL + 2 * (epoch / 2 % 2);
+}
+
 // Every block of this rank meets the same block of every peer at epoch e.
-// Returns false if the host asked to stop (a peer died or timed out).
-__device__ bool barrier(const har_dev_args_t &a, uint64_t e)
+// Where `header` is set, each writer also hands every peer its call's count
+// and signature, and each peer compares them with its own: a peer whose
+// call differs is recorded for the host (a.differs) and the block stops, as
+// every rank's does (a difference is seen from both sides), so no kernel
+// mixes two calls' data. Returns false if the block is to stop: the
+// difference, or the host's abort flag (a peer died or timed out).
+__device__ bool barrier(const har_dev_args_t &a, uint64_t e, bool header)
 {
     __shared__ int stop;
     __syncthreads();  // the whole block's writes come before thread 0's release
     if (threadIdx.x == 0) {
         stop = 0;
+        if (header)
+            for (int p = 0; p < a.nranks; p++) {
+                if (p == a.me) continue;
+                volatile uint64_t *words = call_words(a.flags[p], a.me, blockIdx.x, a.epoch);
+                words[0] = a.count;
+                words[1] = a.sig;
+            }
         __threadfence_system();
         for (int p = 0; p < a.nranks; p++)
-            if (p != a.me) store_relaxed_sys(flag(a.flags[p], a.me, blockIdx.x), e);
+            if (p != a.me) store_relaxed_sys(flag(a.flags[p], a.me, blockIdx.x) + FLAG_EPOCH, e);
         for (int p = 0; p < a.nranks && !stop; p++) {
             if (p == a.me) continue;
-            for (unsigned spins = 1; load_relaxed_sys(flag(a.flags[a.me], p, blockIdx.x)) < e; spins++)
+            for (unsigned spins = 1; load_relaxed_sys(flag(a.flags[a.me], p, blockIdx.x) + FLAG_EPOCH) < e; spins++)
                 if ((spins & 1023) == 0 && *a.abort) { stop = 1; break; }
         }
         acquire_fence_sys();
+        for (int p = 0; header && p < a.nranks && !stop; p++) {
+            if (p == a.me) continue;
+            const volatile uint64_t *words = call_words(a.flags[a.me], p, blockIdx.x, a.epoch);
+            uint64_t count = words[0], sig = words[1];
+            if (count == a.count && sig == a.sig) continue;
+            volatile uint64_t *record = a.differs + 4 * blockIdx.x;
+            record[1] = (uint64_t)p;
+            record[2] = count;
+            record[3] = sig;
+            record[0] = a.call_id;  // last: the host matches it to this kernel
+            stop = 1;
+        }
     }
     __syncthreads();
     return !stop;
@@ -95,12 +135,74 @@ template <typename T, int OP> __device__ __forceinline__ T apply(T x, T y)
 
 // Vectors per thread in flight: a block's loads are issued together, so a
 // chunk of up to BATCH * 512 * 16 bytes per block waits for one round trip
-// to peer memory, not one per vector (a store in between would keep the
+// to memory, not one per vector (a store in between would keep the
 // compiler from hoisting the next loads above it).
 constexpr int BATCH = 4;
 
+// The vectors [0, nvec) of the reduction below, for N sources known when
+// compiled: every source's loads are issued before any is reduced, so a
+// vector waits for one round trip, not one per rank. Eight vectors per
+// thread in flight.
+template <typename T, int OP, int N> __device__ void reduce_vectors(char *dst, char *const *src, size_t off, size_t nvec)
+{
+    constexpr int V = 16 / sizeof(T), B = 8 / N > 0 ? 8 / N : 1;
+    typedef union { uint4 raw; T e[V]; } vec_t;
+    for (size_t v0 = threadIdx.x; v0 < nvec; v0 += B * blockDim.x) {
+        vec_t x[N][B];
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+            size_t v = v0 + b * blockDim.x;
+#pragma unroll
+            for (int r = 0; r < N; r++)
+                if (v < nvec) x[r][b].raw = *(const uint4 *)(src[r] + (off + v * V) * sizeof(T));
+        }
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+            size_t v = v0 + b * blockDim.x;
+#pragma unroll
+            for (int r = 1; r < N; r++)
+#pragma unroll
+                for (int k = 0; k < V; k++) x[0][b].e[k] = apply<T, OP>(x[0][b].e[k], x[r][b].e[k]);
+            if (v < nvec) *(uint4 *)(dst + (off + v * V) * sizeof(T)) = x[0][b].raw;
+        }
+    }
+}
+
+// The same for any count of sources: one rank's loads after another's.
+template <typename T, int OP>
+__device__ void reduce_vectors_any(char *dst, char *const *src, int nsrc, size_t off, size_t nvec)
+{
+    constexpr int V = 16 / sizeof(T);
+    typedef union { uint4 raw; T e[V]; } vec_t;
+    for (size_t v0 = threadIdx.x; v0 < nvec; v0 += BATCH * blockDim.x) {
+        vec_t acc[BATCH], x[BATCH];
+#pragma unroll
+        for (int b = 0; b < BATCH; b++) {
+            size_t v = v0 + b * blockDim.x;
+            if (v < nvec) acc[b].raw = *(const uint4 *)(src[0] + (off + v * V) * sizeof(T));
+        }
+        for (int r = 1; r < nsrc; r++) {
+#pragma unroll
+            for (int b = 0; b < BATCH; b++) {
+                size_t v = v0 + b * blockDim.x;
+                if (v < nvec) x[b].raw = *(const uint4 *)(src[r] + (off + v * V) * sizeof(T));
+            }
+#pragma unroll
+            for (int b = 0; b < BATCH; b++)
+#pragma unroll
+                for (int k = 0; k < V; k++) acc[b].e[k] = apply<T, OP>(acc[b].e[k], x[b].e[k]);
+        }
+#pragma unroll
+        for (int b = 0; b < BATCH; b++) {
+            size_t v = v0 + b * blockDim.x;
+            if (v < nvec) *(uint4 *)(dst + (off + v * V) * sizeof(T)) = acc[b].raw;
+        }
+    }
+}
+
 // dst[i] = src[0][i] op src[1][i] op ... for i in [off, off+len): ranks in
-// order, 16-byte loads where every pointer allows them.
+// order, 16-byte loads where every pointer allows them. The node sizes
+// machines have (2, 4, 8 GPUs) get code of their own.
 template <typename T, int OP>
 __device__ void reduce_range(char *dst, char *const *src, int nsrc, size_t off, size_t len, bool vec)
 {
@@ -108,30 +210,11 @@ __device__ void reduce_range(char *dst, char *const *src, int nsrc, size_t off, 
     size_t done = 0;
     if (vec) {
         size_t nvec = len / V;
-        typedef union { uint4 raw; T e[V]; } vec_t;
-        for (size_t v0 = threadIdx.x; v0 < nvec; v0 += BATCH * blockDim.x) {
-            vec_t acc[BATCH], x[BATCH];
-#pragma unroll
-            for (int b = 0; b < BATCH; b++) {
-                size_t v = v0 + b * blockDim.x;
-                if (v < nvec) acc[b].raw = *(const uint4 *)(src[0] + (off + v * V) * sizeof(T));
-            }
-            for (int r = 1; r < nsrc; r++) {
-#pragma unroll
-                for (int b = 0; b < BATCH; b++) {
-                    size_t v = v0 + b * blockDim.x;
-                    if (v < nvec) x[b].raw = *(const uint4 *)(src[r] + (off + v * V) * sizeof(T));
-                }
-#pragma unroll
-                for (int b = 0; b < BATCH; b++)
-#pragma unroll
-                    for (int k = 0; k < V; k++) acc[b].e[k] = apply<T, OP>(acc[b].e[k], x[b].e[k]);
-            }
-#pragma unroll
-            for (int b = 0; b < BATCH; b++) {
-                size_t v = v0 + b * blockDim.x;
-                if (v < nvec) *(uint4 *)(dst + (off + v * V) * sizeof(T)) = acc[b].raw;
-            }
+        switch (nsrc) {
+        case 2: reduce_vectors<T, OP, 2>(dst, src, off, nvec); break;
+        case 4: reduce_vectors<T, OP, 4>(dst, src, off, nvec); break;
+        case 8: reduce_vectors<T, OP, 8>(dst, src, off, nvec); break;
+        default: reduce_vectors_any<T, OP>(dst, src, nsrc, off, nvec);
         }
         done = nvec * V;
     }
@@ -176,7 +259,7 @@ template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS)
             block_range(a, shards, s, &off, &len);
             copy_range<T>(a.slot[a.me], a.in, off, len, vec);
         }
-        if (!barrier(a, a.epoch + 1)) return;
+        if (!barrier(a, a.epoch + 1, a.phase == HAR_DEV_WHOLE)) return;
         if (a.one_shot) {
             block_range(a, 1, 0, &off, &len);
             reduce_range<T, OP>(a.out, a.slot, a.nranks, off, len, vec);
@@ -186,7 +269,7 @@ template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS)
         reduce_range<T, OP>(a.slot[a.me], a.slot, a.nranks, off, len, true);
         if (a.phase == HAR_DEV_REDUCE) return;
     }
-    if (!barrier(a, a.epoch + 2)) return;
+    if (!barrier(a, a.epoch + 2, false)) return;
     for (int s = 0; s < shards; s++) {
         block_range(a, shards, s, &off, &len);
         copy_range<T>(a.out, a.slot[s], off, len, vec);

@@ -109,6 +109,13 @@ typedef struct {
     int nranks, me, dtype, op, one_shot, phase, aligned;
     uint64_t epoch;                  /* its barriers meet at epoch+1 (copy in) and epoch+2 (gather) */
     volatile int *abort;             /* host-mapped: the host sets it to stop spinning blocks */
+    /* One node (HAR_DEV_WHOLE): what every peer must have called too
+     * (count, har_dev_push_sig), checked at the first barrier, since a
+     * rank may launch before its peers arrive; a peer whose call differs is
+     * recorded in `differs` (host-mapped, 4 words per block: {call_id, local
+     * rank, its count, its signature}). */
+    uint64_t count, sig, call_id;
+    uint64_t *differs;
 } har_dev_args_t;
 
 #ifdef __cplusplus

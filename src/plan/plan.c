@@ -145,6 +145,10 @@ har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s)
     p.engine = engine ? __builtin_ctz(engine) : HAR_PATH_MPI;
     p.one_shot = (chosen & HAR_BIT(ONE_SHOT)) != 0;
     p.paths = chosen;
+    if (engine && in->nnodes == 1 && in->on_device) {
+        long long ahead_max = setting(s, in->engine_set->by_path[p.engine]->ahead_max);
+        if ((chosen & HAR_BIT(PUSH)) || (ahead_max > 0 && in->bytes <= (uint64_t)ahead_max)) p.paths |= HAR_BIT(AHEAD);
+    }
     p.inter = in->nnodes > 1 && p.engine != HAR_PATH_MPI ? har_plan_inter(in->bytes, s) : -1;
     if (p.inter >= 0) p.paths |= (in->uniform ? HAR_BIT(RAILS) : HAR_BIT(LEADER)) | (1u << p.inter);
     /* A rank alone on its node hands the ring its host buffers (inter.h);

@@ -82,9 +82,11 @@ typedef struct {
      * comes first for calls of at least that many bytes, and one whose
      * first_across_max setting is above 0 first for calls on device
      * buffers across nodes of at most that many; one-shot is preferred up
-     * to the one_shot_max setting. */
+     * to the one_shot_max setting. On one node, calls on device buffers of
+     * at most its ahead_max setting (and all its push calls) go ahead: no
+     * host step before its kernels, which meet on the GPU. */
     int rank;
-    ptrdiff_t first_from, first_across_max, one_shot_max;
+    ptrdiff_t first_from, first_across_max, one_shot_max, ahead_max;
 } har_engine_traits_t;
 
 /* The engines built here, as the plan reads them: by path (NULL for paths

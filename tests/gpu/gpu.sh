@@ -51,6 +51,21 @@ for what in count type op; do
         sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between ranks" "$0" && grep -q "at step push" "$0"' \
         "$tmp/o" env $share HAR_TIMEOUT=60 $mpi 2 "$bin/gpu/mismatch_gpu" $what
 done
+# Past them to HAR_DEVICE_AHEAD_MAX (1 MiB), the barrier kernels go ahead
+# too: no rank waits for its peers on the host, and the first barrier
+# carries each call's count and signature. A differing call of those sizes
+# is found there; one whose peer went into the push kernels (another size)
+# is found by the host from the peers' posted records.
+for what in count type op; do
+    check "2 ranks, another $what on rank 1 at 120 KiB (barrier kernels gone ahead): found, every rank told, no time-out" \
+        sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between ranks" "$0" && grep -q "at step ahead" "$0"' \
+        "$tmp/o" env $share HAR_TIMEOUT=60 $mpi 2 "$bin/gpu/mismatch_gpu" $what --count 30000
+done
+check "2 ranks, 40 KiB on rank 0 (push kernels) and 80 KiB on rank 1 (barrier kernels), both gone ahead: found from the records, no time-out" \
+    sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between ranks" "$0"' \
+    "$tmp/o" env $share HAR_TIMEOUT=60 $mpi 2 "$bin/gpu/mismatch_gpu" count --count 10000
+check "2 ranks, HAR_DEVICE_AHEAD_MAX=0: calls of 64 KiB to 1 MiB after an arrival on the host" \
+    env $share HAR_DEVICE_AHEAD_MAX=0 $mpi 2 "$prog" --device --counts 16385,65537,131071 --sample 10 --seed $seed $ktypes --no-mpi-cases --expect ipc,one_shot
 check "2 ranks: 8- and 16-bit types, bool and byte take the host segment" \
     env $share $mpi 2 "$prog" --device --counts 1,1000,65537 --types int8,uint16,short,c_bool,byte --no-mpi-cases --expect host_segment
 check "2 ranks: two-shot kernels forced" \
@@ -91,6 +106,15 @@ else
     for np in 4 8; do
         check "stress, $np ranks under MPS: 100000 calls to 16 KiB on the push kernels, random delays, every result checked" \
             env HAR_TIMEOUT=120 $mpi $np "$stress" --iters 100000 --small --seed $seed --expect push
+    done
+    for np in 3 4 8; do
+        check "$np ranks sharing a GPU under MPS: 64 KiB to 1 MiB on the barrier kernels gone ahead, every type and op (sampled, seed $seed)" \
+            env HAR_TIMEOUT=120 $mpi $np "$prog" --device --counts 16385,65537,131071 --sample 8 --seed $seed $ktypes --comms 2 --no-mpi-cases --expect ipc,ahead
+    done
+    for run in 4:20000 8:10000; do
+        np=${run%:*} iters=${run#*:}
+        check "stress, $np ranks under MPS: $iters calls of 64 KiB to 1 MiB on the barrier kernels gone ahead, random delays, every result checked" \
+            env HAR_TIMEOUT=120 $mpi $np "$stress" --iters $iters --medium --seed $seed --expect ipc --expect ahead
     done
     # The resident grid (HAR_DEVICE_RESIDENT, off by default): the calls
     # whose input has landed are posted to it, not launched. Every type and
@@ -164,6 +188,8 @@ check "mixed kinds (odd ranks on host buffers): host segment" \
     env HAR_REQUIRE_PATH=host_segment $mpi 2 "$prog" --device --mixed --counts 1,1000,65537 --sample 3 --seed $seed --no-mpi-cases --expect host_segment
 check "mixed kinds after all-device calls, to 64 KiB: the device ranks go ahead on the push kernels, the host ranks join" \
     env $share $mpi 2 "$prog" --device --mixed-late --counts 1,1000,8191 --sample 6 --seed $seed $ktypes --no-mpi-cases --expect ipc,push
+check "mixed kinds after all-device calls, 64 KiB to 1 MiB: the device ranks go ahead on the barrier kernels, the host ranks join" \
+    env $share $mpi 2 "$prog" --device --mixed-late --counts 16385,65537,131071 --sample 6 --seed $seed $ktypes --no-mpi-cases --expect ipc,ahead
 check "managed memory: copied like any input, host segment" \
     env HAR_REQUIRE_PATH=host_segment $mpi 2 "$prog" --managed --counts 1,1000,65537 --sample 3 --seed $seed --no-mpi-cases --expect host_segment
 check "handed to the MPI: device buffers staged through host" \

@@ -1,10 +1,12 @@
 /* Memory-ordering stress on device buffers: many back-to-back all-reduces of
  * random sizes, random delays before some ranks' calls, every result
  * checked exactly (small integers in floats, so sums are exact).
- *   stress [--iters N] [--seed S] [--expect PATH]... [--host-first] [--hog SECONDS] [--small] [--late-input]
- *          [--input-ready]
+ *   stress [--iters N] [--seed S] [--expect PATH]... [--host-first] [--hog SECONDS] [--small | --medium]
+ *          [--late-input] [--input-ready]
  * --small: every call up to 4096 floats (16 KiB), the push kernels' sizes;
- * else one call in 8 up to 1 MiB.
+ * --medium: every call from 64 KiB + 4 bytes to 1 MiB, barrier kernels
+ * that go ahead of the arrival (HAR_DEVICE_AHEAD_MAX); else one call in 8
+ * up to 1 MiB.
  * --host-first: a host all-reduce on the world before the GPU is picked, and
  * one device all-reduce not counted (the node learns of CUDA during it).
  * --hog S: at the first call and half-way, rank 0 starts a kernel of its own
@@ -55,11 +57,12 @@ int main(int argc, char **argv)
     }
     long iters = 100000;
     uint64_t seed = 1;
-    int expect[4], nexpect = 0, host_first = 0, small = 0, late_input = 0, input_ready = 0;
+    int expect[4], nexpect = 0, host_first = 0, small = 0, medium = 0, late_input = 0, input_ready = 0;
     double hog = 0;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--host-first")) host_first = 1;
         else if (!strcmp(argv[a], "--small")) small = 1;
+        else if (!strcmp(argv[a], "--medium")) medium = 1;
         else if (!strcmp(argv[a], "--late-input")) late_input = 1;
         else if (!strcmp(argv[a], "--input-ready")) input_ready = 1;
         else if (a + 1 < argc && !strcmp(argv[a], "--hog")) hog = atof(argv[++a]);
@@ -102,7 +105,8 @@ int main(int argc, char **argv)
     har_counters(before, 64);
     for (long it = 0; it < iters; it++) {
         /* Sizes from a sequence every rank shares; delays from its own. */
-        int n = 1 + (int)(next(&shared) % (next(&shared) % 8 == 0 && !small ? max_n : 4096));  /* up to 1 MiB */
+        int n = medium ? 16385 + (int)(next(&shared) % (max_n - 16384))
+                       : 1 + (int)(next(&shared) % (next(&shared) % 8 == 0 && !small ? max_n : 4096));  /* up to 1 MiB */
         int tag = (int)(it % 1000);
         if (hog > 0 && rank == 0 && (it == 0 || it == iters / 2) && hog_start(0.5, hog) < 0) {
             fprintf(stderr, "stress: the hog kernel could not start\n");

@@ -191,6 +191,12 @@ static void check_plan(const har_plan_in_t *in, const har_settings_t *s)
               in->uniform, in->bytes, s->inter_path);
     else
         CHECK(p.inter == -1, "no step between nodes, but transport %d", p.inter);
+    /* Ahead (no host step before the kernels): the IPC kernels on one node, device buffers, push calls and
+     * calls up to HAR_DEVICE_AHEAD_MAX. */
+    int ahead = p.engine == HAR_PATH_IPC && in->nnodes == 1 && in->on_device &&
+                ((p.paths & B(PUSH)) || (s->device_ahead_max > 0 && in->bytes <= (uint64_t)s->device_ahead_max));
+    CHECK(!!(p.paths & B(AHEAD)) == ahead, "ahead: paths %#x, want %d (engine %d, nodes %d, bytes %" PRIu64 ")",
+          p.paths, ahead, p.engine, in->nnodes, in->bytes);
     /* Streamed: the ring alone on its node, on host buffers, by the host segment, unchecked. */
     int streamed = transport == HAR_PATH_RING && inter && in->local_size == 1 && in->uniform && in->host_buffers &&
                    !s->check && p.engine == HAR_PATH_HOST_SEGMENT;
@@ -217,7 +223,8 @@ static void sweep_plans(const har_settings_t *s)
                         (uint64_t)s->device_push_max + 1, (uint64_t)s->nccl_min_bytes,
                         (uint64_t)s->nccl_min_bytes - 1, (uint64_t)s->doubling_max,
                         (uint64_t)s->doubling_max + 1, (uint64_t)s->device_host_max,
-                        (uint64_t)s->device_host_max + 1};
+                        (uint64_t)s->device_host_max + 1, (uint64_t)s->device_ahead_max,
+                        (uint64_t)s->device_ahead_max + 1};
     for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++)
         for (size_t l = 0; l < 5; l++)
             for (size_t k = 0; k < 3; k++)
@@ -435,6 +442,7 @@ int main(int argc, char **argv)
                                     .device_one_shot_max = shots[d], .nccl_min_bytes = shots[m],
                                     .inter_path = inters[(o + d) % 4], .doubling_max = shots[(m + 1) % 4],
                                     .device_host_max = shots[(o + m) % 4], .device_push_max = shots[(d + m + 1) % 4],
+                                    .device_ahead_max = shots[(o + d + 2) % 4],
                                     .check = d == 3 && m == 3,
                                     .max_bytes = 1ll << 50};
                 sweep_plans(&s);
