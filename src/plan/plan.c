@@ -23,6 +23,9 @@ void har_settings_from(const har_config_t *cfg, har_settings_t *s)
     s->slot_bytes = (s->slot_bytes + 127) / 128 * 128;
     s->device_slot_bytes = (s->device_slot_bytes + 4095) / 4096 * 4096;
     s->device_push_max = s->device_push_max / 64 * 64;  /* whole shard units */
+    /* A call that goes ahead fits one device slot: a rank that joins it from
+     * elsewhere stages it whole (src/cuda/ipc.c). */
+    if (s->device_ahead_max > s->device_slot_bytes) s->device_ahead_max = s->device_slot_bytes;
     if (s->ring_segment < 0) s->ring_segment = HAR_RING_SEGMENT_AUTO;
     static const int inter_paths[] = {HAR_INTER_AUTO, HAR_PATH_RING, HAR_PATH_DOUBLING,
                                       HAR_PATH_INTER_MPI};  /* HAR_INTER's words, in order */
