@@ -9,7 +9,8 @@
  *
  *   check_allreduce [--seed S] [--sample K] [--counts a,b,..] [--expect p1,p2]
  *                   [--comms N] [--no-mpi-cases] [--any-path] [--types t1,t2] [--ops o1,o2]
- *                   [--steps N] [--device [--mixed|--mixed-late] [--host-first] [--other-gpu] [--input-ready]] [--managed]
+ *                   [--steps N] [--device [--mixed|--mixed-late|--warm] [--host-first] [--other-gpu] [--input-ready]]
+ *                   [--managed]
  * --expect across: the transport between nodes that the README's rule
  * gives for the call's size: HAR_INTER's, else doubling up to
  * HAR_DOUBLING_MAX bytes (default 64 KiB) and the ring above.
@@ -20,8 +21,11 @@
  * asserted (the node learns of CUDA during it). --mixed: odd world ranks
  * keep host buffers; --mixed-late: the same after two device all-reduces of
  * every rank on every communicator, which set the device engines up (then
- * the device ranks may go ahead on the push kernels and the others join). --other-gpu: the buffers live on another GPU than the
- * current one.
+ * the device ranks may go ahead of the arrival and the others join);
+ * --warm: the same two device all-reduces, with no mixing after them (a
+ * communicator's first device call surveys the node at an arrival, so only
+ * later ones may go ahead). --other-gpu: the buffers live on another GPU
+ * than the current one.
  * Exit 0 only if every case passed on every rank. */
 #include <complex.h>
 #include <float.h>
@@ -260,7 +264,7 @@ typedef struct { MPI_Comm comm; const char *name; uint64_t hash; } comm_t;
  * the next GPU, not the current one; with --input-ready, the test waits for
  * its copies to land (the legacy default stream) before each call, as a
  * CUDA-aware MPI asks (else har's own stream waits for them). */
-static int use_device, mixed, managed, host_first, other_gpu, input_ready;
+static int use_device, mixed, managed, host_first, other_gpu, input_ready, warm;
 
 #ifdef HAR_TEST_CUDA
 static int my_gpu = -1, ngpus;
@@ -426,6 +430,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--device")) use_device = 1;
         else if (!strcmp(argv[a], "--mixed")) mixed = 1;
         else if (!strcmp(argv[a], "--mixed-late")) mixed = 2;
+        else if (!strcmp(argv[a], "--warm")) warm = 1;
         else if (!strcmp(argv[a], "--host-first")) host_first = 1;
         else if (!strcmp(argv[a], "--other-gpu")) other_gpu = 1;
         else if (!strcmp(argv[a], "--input-ready")) input_ready = 1;
@@ -503,7 +508,8 @@ int main(int argc, char **argv)
         }
     }
 
-    if (mixed == 2) {
+    if (mixed == 2 || warm) {
+        int late = mixed == 2;
         mixed = 0;
         for (int k = 0; use_device && k < nc; k++)
             for (int i = 0; i < 2 && comms[k].comm != MPI_COMM_NULL; i++) {
@@ -511,12 +517,12 @@ int main(int argc, char **argv)
                 MPI_Comm_size(comms[k].comm, &n);
                 if (allreduce(MPI_IN_PLACE, (char *)&one, sizeof one, 1, MPI_INT, MPI_SUM, comms[k].comm) !=
                         MPI_SUCCESS || one != n) {
-                    fprintf(stderr, "FAIL rank %d: comm %s: a device call before the mixed ones gave %d, not %d\n",
+                    fprintf(stderr, "FAIL rank %d: comm %s: a device call before the cases gave %d, not %d\n",
                             world_rank, comms[k].name, one, n);
                     MPI_Abort(MPI_COMM_WORLD, 1);
                 }
             }
-        mixed = 1;
+        mixed = late;
     }
     if (world_rank == 0) printf("check_allreduce: %d ranks, seed %llu, %s, %s buffers\n", size,
                                 (unsigned long long)seed, sample ? "sampled" : "full matrix",
