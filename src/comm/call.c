@@ -23,7 +23,7 @@
 typedef struct {
     int all_device;     /* every rank's buffers are on one GPU, the one its device engines use */
     int ctx_ranks;      /* ranks with a CUDA context for that GPU */
-    int pushed;         /* some rank went ahead (launched with no host step): all must run its kernels */
+    int went_ahead;     /* some rank went ahead (launched with no host step): all must run its kernels */
 } agreed_t;
 
 /* Engines built here that may serve: set up, not yet tried, or failed once
@@ -122,7 +122,7 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const h
     int loaded = 1, same = 1, bad = -1;
     agreed->all_device = 1;
     agreed->ctx_ranks = 0;
-    agreed->pushed = 0;
+    agreed->went_ahead = 0;
     for (int r = 0; r < node->local_size; r++) {
         const har_arrival_t *a = &har_seg_ctl(seg, r)->arrival[no & 1];
         if (a->bad && bad < 0) bad = r;
@@ -130,7 +130,7 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const h
         loaded &= (a->flags & HAR_ARRIVE_LOADED) != 0;
         agreed->all_device &= a->dev != 0 && (a->flags & HAR_ARRIVE_SAME);
         agreed->ctx_ranks += (a->flags & HAR_ARRIVE_CTX) != 0;
-        agreed->pushed |= (a->flags & HAR_ARRIVE_PUSHED) != 0;
+        agreed->went_ahead |= (a->flags & HAR_ARRIVE_AHEAD) != 0;
     }
     if (bad >= 0) {
         /* Every local rank fails the call here, the other nodes by the
@@ -222,12 +222,12 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
     int ahead = c->surveyed && node->nnodes == 1 && call->in_kind == HAR_MEM_DEVICE &&
                 call->out_kind == HAR_MEM_DEVICE && call->gpu == c->gpu.ordinal && !call->bad;
     if (ahead && ahead_plan(c, in, plan)) {
-        post(c, call, no, HAR_ARRIVE_PUSHED);
+        post(c, call, no, HAR_ARRIVE_AHEAD);
         return HAR_OK;
     }
     har_status_t st = arrive(c, call, no, &host, call->in_kind == HAR_MEM_HOST, &agreed);
     if (st != HAR_OK) return st;
-    if (agreed.pushed) {
+    if (agreed.went_ahead) {
         if (ahead_plan(c, in, plan)) return HAR_OK;
         har_note("a local rank went ahead on kernels that this rank cannot run");
         har_node_fail(node, HAR_ERR_INTERNAL, -1, "arrival");

@@ -25,7 +25,7 @@ enum {
     HAR_ARRIVE_LOADED = 1,  /* its input of the call's first chunk is in its host slot already */
     HAR_ARRIVE_CTX = 2,     /* it has a CUDA context for its buffers' GPU */
     HAR_ARRIVE_SAME = 4,    /* its buffers are on the GPU its device engines use (or none is set up) */
-    HAR_ARRIVE_PUSHED = 8,  /* it went ahead on the push kernels without waiting (comm/call.c) */
+    HAR_ARRIVE_AHEAD = 8,   /* it went ahead of the arrival without waiting (comm/call.c) */
 };
 /* Why a rank's buffers cannot be used (every rank learns it at the arrival,
  * so that the call fails everywhere instead of leaving the others waiting). */
