@@ -10,6 +10,7 @@
 #include "collectives.h"
 #include "core/log.h"
 #include "cuda/mem.h"
+#include "entry.h"
 #include "stage/requests.h"
 
 /* What the MPI must do with device memory for the call to reach it as is. */
@@ -88,6 +89,11 @@ static int reserve(har_stage_t *s, void **slot)
 int har_iallreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                    MPI_Request *req, har_binding_t binding)
 {
+    int served;
+    if (har_iallreduce_start(sbuf, rbuf, count, type, op, comm, req, &served)) {
+        har_count_coll(HAR_COLL_IALLREDUCE, 0);
+        return served;
+    }
     PLAN(HAR_COLL_IALLREDUCE, NEED_REDUCE, 1, sbuf, rbuf, har_plan_allreduce(&s, &a, sbuf, rbuf, count, type));
     STAGED_BUFFERS();
     int rc = BY_BINDING(PMPI_Iallreduce(sbuf, rbuf, I(count), type, op, comm, req),

@@ -68,6 +68,15 @@ typedef struct har_engine {
      * after peers were involved the communicator fails for good
      * (comm/call.h). */
     har_status_t (*run)(void *engine, har_node_t *node, const har_call_t *call, har_plan_t *plan);
+    /* A non-blocking call (MPI_Iallreduce) whose plan goes ahead, on a rank
+     * whose buffers the engine takes as they are: start queues it and
+     * returns (its handle in *op); test says, without waiting, whether it
+     * ended (1, its status in *st, the handle gone) or not (0). Calls end
+     * in the order they started. NULL: the engine serves blocking calls
+     * only, and the MPI's non-blocking call serves the others. */
+    har_status_t (*start)(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan,
+                          uint64_t no, void **op);
+    int (*test)(void *op, har_status_t *st);
     /* Local: no MPI call. Every call has completed on every local rank
      * (the state's free meets its peers first). */
     void (*destroy)(void *engine);

@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/test.h"
 #include "entry.h"
+#include "stage/requests.h"
 #include "stage/stage.h"
 
 /* The paths, then two per collective har wraps (collectives.h): every call,
@@ -210,6 +211,31 @@ unsigned long long har_test_steps(void) __attribute__((visibility("default")));
 unsigned long long har_test_steps(void) { return har_seg_steps(); }
 #endif
 
+/* A call served by `paths` (HAR_BIT(SEEN) and the plan's) and ending with
+ * rc: counted, traced, and failed if HAR_REQUIRE_PATH asked for another
+ * path. The call's return code. */
+static int served_by(unsigned paths, const char *what, har_count_t count, MPI_Comm comm, int rc)
+{
+    for (int p = 0; p < HAR_PATH_COUNT; p++)
+        if (paths & (1u << p)) __atomic_fetch_add(&counters[p], 1, __ATOMIC_RELAXED);
+    if (har_log_level >= 3) {
+        char line[256];
+        har_choice_format(paths & ~HAR_BIT(SEEN), line, sizeof line);
+        har_log(HAR_LOG_TRACE, "%s count %lld: %s", what, (long long)count, line);
+    }
+    unsigned required = (unsigned)HAR_CFG(require_path).i;
+    if (rc == MPI_SUCCESS && (paths & required) != required) {
+        char want[128], got[128];
+        har_choice_format(required, want, sizeof want);
+        har_choice_format(paths & ~HAR_BIT(SEEN), got, sizeof got);
+        har_log(HAR_LOG_ERROR, "%s of count %lld was served by %s, not %s (HAR_REQUIRE_PATH)", what,
+                (long long)count, got, want);
+        rc = har_error_code(HAR_ERR_WRONG_PATH);
+        PMPI_Comm_call_errhandler(comm, rc);
+    }
+    return rc;
+}
+
 int har_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
     return har_allreduce_count(sbuf, rbuf, count, type, op, comm, HAR_BINDING_INT);
@@ -248,25 +274,43 @@ int har_allreduce_count(const void *sbuf, void *rbuf, har_count_t count, MPI_Dat
         rc = har_error_code(st);
         if (st != HAR_OK) PMPI_Comm_call_errhandler(comm, rc);
     }
-    for (int p = 0; p < HAR_PATH_COUNT; p++)
-        if (paths & (1u << p)) __atomic_fetch_add(&counters[p], 1, __ATOMIC_RELAXED);
-    if (har_log_level >= 3) {
-        char line[256];
-        har_choice_format(paths & ~HAR_BIT(SEEN), line, sizeof line);
-        har_log(HAR_LOG_TRACE, "MPI_Allreduce count %lld: %s", (long long)count, line);
-    }
-    unsigned required = (unsigned)HAR_CFG(require_path).i;
-    if (rc == MPI_SUCCESS && (paths & required) != required) {
-        char want[128], got[128];
-        har_choice_format(required, want, sizeof want);
-        har_choice_format(paths & ~HAR_BIT(SEEN), got, sizeof got);
-        har_log(HAR_LOG_ERROR, "MPI_Allreduce of count %lld was served by %s, not %s (HAR_REQUIRE_PATH)",
-                (long long)count, got, want);
-        rc = har_error_code(HAR_ERR_WRONG_PATH);
-        PMPI_Comm_call_errhandler(comm, rc);
-    }
+    rc = served_by(paths, "MPI_Allreduce", count, comm, rc);
     inside_har = 0;
     return rc;
+}
+
+/* MPI_Iallreduce: har starts it where every rank does (comm/call.h's
+ * har_comm_start), on a communicator a blocking call set up; 0 when the
+ * MPI's non-blocking call is to serve it. */
+int har_iallreduce_start(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
+                         MPI_Comm comm, MPI_Request *req, int *rc)
+{
+    if (inside_har || !har_entry_ready()) return 0;
+    har_call_t call;
+    har_comm_t *c;
+    if (!describe(&call, sbuf, rbuf, count, type, op, comm) || !(c = har_comm_peek(comm)) ||
+        c->mode == HAR_COMM_FORWARDED)
+        return 0;
+    inside_har = 1;
+    har_note_clear();
+    har_plan_t plan;
+    har_pending_t *pending = NULL;
+    int forced = __atomic_load_n(&algo_override, __ATOMIC_RELAXED);
+    har_status_t st = har_comm_start(c, &call, forced >= 0 ? (unsigned)forced : c->set.algo, &plan, &pending);
+    if (st == HAR_OK && plan.engine == HAR_PATH_MPI) {
+        inside_har = 0;
+        return 0;
+    }
+    if (st == HAR_OK) {
+        *rc = har_request_native(pending, comm, req);
+    } else {
+        st = har_comm_fail(c, st);
+        *rc = har_error_code(st);
+        PMPI_Comm_call_errhandler(comm, *rc);
+    }
+    *rc = served_by(HAR_BIT(SEEN) | plan.paths, "MPI_Iallreduce", count, comm, *rc);
+    inside_har = 0;
+    return 1;
 }
 
 int har_machine_class(MPI_Comm comm, int device, char *buf, int len)

@@ -18,5 +18,10 @@ HAR_HIDDEN void har_finalize(void);
  * counts): serves the call or hands it to the MPI. */
 HAR_HIDDEN int har_allreduce_count(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
                                    MPI_Comm comm, har_binding_t binding);
+/* MPI_Iallreduce's way in: 1 when har served or started the call (its
+ * request in *req, the call's code in *rc), 0 when the MPI's non-blocking
+ * call is to serve it. */
+HAR_HIDDEN int har_iallreduce_start(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
+                                    MPI_Comm comm, MPI_Request *req, int *rc);
 
 #endif

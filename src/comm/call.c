@@ -10,6 +10,7 @@
  * arrival: each rank posts where its buffers are (and its input, when the
  * plan for host memory would use the host segment, so a host call still
  * makes one synchronisation), and the node plans from what all posted. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,10 @@ static har_arrival_t *post(har_comm_t *c, const har_call_t *call, uint64_t no, u
     int on_gpu = call->gpu >= 0;
     mine->flags = (uint8_t)(flags | (on_gpu && har_cuda_context_for(call->gpu) ? HAR_ARRIVE_CTX : 0) |
                             (!c->surveyed || call->gpu == c->gpu.ordinal ? HAR_ARRIVE_SAME : 0));
+    /* The number first: a peer that reads the record while this rank
+     * overwrites it tells a torn copy by it (har_node_records_differ). */
+    __atomic_store_n(&mine->call, (uint32_t)no, __ATOMIC_RELAXED);
+    atomic_thread_fence(memory_order_release);
     mine->dev = on_gpu ? call->gpu + 1 : 0;
     har_arrival_of(mine, call, no);
     HAR_TEST_POINT("arrival");
@@ -176,56 +181,102 @@ static int ahead_plan(const har_comm_t *c, har_plan_in_t in, har_plan_t *plan)
     return (plan->paths & HAR_BIT(AHEAD)) && c->eng[plan->engine].state == HAR_ENGINE_READY;
 }
 
-har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan)
+/* What the plan of a call starts from, for host buffers everywhere. */
+static har_plan_in_t plan_in(const har_comm_t *c, const har_call_t *call, unsigned forced)
 {
-    har_node_t *node = &c->node;
-    har_seg_hdr_t *hdr = node->seg.hdr;
-    if (c->mode == HAR_COMM_FAILED || har_node_failed(node)) {
-        /* Numbered all the same: a failure heard before this call began may
-         * be about it (a rank on another node found its arguments differ),
-         * and har_comm_fail tells by the number. */
-        node->call = c->calls++;
-        return HAR_ERR_PEER_FAILED;
-    }
+    const har_node_t *node = &c->node;
+    return (har_plan_in_t){call->bytes, call->red.elem_size, node->local_size, node->nnodes, node->uniform, 0, 0,
+                           call->red.dev_type, call->red.dev_op, har_engine_set(), engines_on_offer(c, 0), forced,
+                           c->host_cls, call->in_kind == HAR_MEM_HOST && call->out_kind == HAR_MEM_HOST};
+}
+
+/* The MPI's plan: it serves the call. */
+static void mpi_plan(har_plan_t *plan)
+{
     memset(plan, 0, sizeof *plan);
     plan->engine = HAR_PATH_MPI;
     plan->paths = HAR_BIT(MPI);
-    if (har_plan_declines(call->bytes, &c->set)) return HAR_OK;
+}
 
-    uint64_t no = node->call = c->calls++;
-    if (!c->cuda_node) {
-        uint64_t from = atomic_load(&hdr->cuda_from_call);
-        if (from <= no) {
-            c->cuda_node = 1;
-            HAR_LOG(HAR_LOG_DEBUG, "node %d: a local rank has CUDA; every call from call %llu starts with an "
-                    "arrival", node->node, (unsigned long long)from);
-        } else if (from == UINT64_MAX && har_call_wants_cuda(node, call, no)) {
-            uint64_t unset = UINT64_MAX;
-            atomic_compare_exchange_strong(&hdr->cuda_from_call, &unset, no + 1);
+/* A failed communicator fails every later call. Numbered all the same: a
+ * failure heard before this call began may be about it (a rank on another
+ * node found its arguments differ), and har_comm_fail tells by the
+ * number. */
+static int failed_before(har_comm_t *c)
+{
+    if (c->mode != HAR_COMM_FAILED && !har_node_failed(&c->node)) return 0;
+    c->node.call = c->calls++;
+    return 1;
+}
+
+struct har_pending {
+    har_comm_t *c;          /* NULL once ended */
+    int engine;
+    void *op;               /* the engine's handle */
+    uint64_t no;
+    har_status_t st;
+    _Atomic int ended, busy;  /* busy: a test under way (one thread tests at a time) */
+};
+
+/* Tests p once; 1 once it has ended. A call that failed fails its
+ * communicator for good, as a blocking call does. */
+static int advance(har_pending_t *p)
+{
+    if (atomic_load_explicit(&p->ended, memory_order_acquire)) return 1;
+    int idle = 0;
+    if (!atomic_compare_exchange_strong(&p->busy, &idle, 1)) return 0;
+    har_status_t st;
+    har_comm_t *c = p->c;
+    if (!atomic_load(&p->ended) && har_engines[p->engine]->test(p->op, &st)) {
+        if (c->open[p->no & 1] == p) c->open[p->no & 1] = NULL;
+        if (st != HAR_OK) {
+            c->node.call = p->no;  /* the failure is this call's */
+            st = har_comm_fail(c, st);
         }
+        p->st = st;
+        p->c = NULL;
+        atomic_store_explicit(&p->ended, 1, memory_order_release);
     }
-    har_plan_in_t in = {call->bytes, call->red.elem_size, node->local_size, node->nnodes, node->uniform, 0, 0,
-                        call->red.dev_type, call->red.dev_op, har_engine_set(), engines_on_offer(c, 0), forced,
-                        c->host_cls, call->in_kind == HAR_MEM_HOST && call->out_kind == HAR_MEM_HOST};
-    har_plan_t host = har_plan(&in, &c->set);
+    atomic_store(&p->busy, 0);
+    return atomic_load_explicit(&p->ended, memory_order_acquire);
+}
+
+int har_pending_test(har_pending_t *p, har_status_t *st)
+{
+    if (!advance(p)) return 0;
+    *st = p->st;
+    return 1;
+}
+
+void har_pending_free(har_pending_t *p) { free(p); }
+
+/* Call `no` takes the arrival record and the device slots of the call two
+ * before it: that call, if still running here, ends first. `drive`: the
+ * MPI's own requests progress meanwhile (a peer may need them to reach
+ * that call). */
+static void end_older(har_comm_t *c, uint64_t no, int drive)
+{
+    har_pending_t *p;
+    while ((p = c->open[no & 1]) && !advance(p)) {
+        int flag;
+        if (drive) PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, c->node.comm, &flag, MPI_STATUS_IGNORE);
+    }
+}
+
+void har_comm_end_open(har_comm_t *c)
+{
+    end_older(c, c->calls, 0);
+    end_older(c, c->calls + 1, 0);
+}
+
+/* Call `no` planned from every local rank's record: the arrival, then the
+ * plan for what the node agreed (`host`: the plan for host buffers). */
+static har_status_t plan_at_arrival(har_comm_t *c, har_call_t *call, uint64_t no, har_plan_in_t in,
+                                    const har_plan_t *host, har_plan_t *plan)
+{
+    har_node_t *node = &c->node;
     agreed_t agreed = {0, 0, 0};
-    if (!c->cuda_node) {
-        *plan = host;
-        if (plan->engine == HAR_PATH_MPI) return HAR_OK;
-        return arrive(c, call, no, &host, 1, &agreed);
-    }
-    /* Where this rank's buffers are on the kernels' GPU and the plan goes
-     * ahead, it launches without waiting for its peers (the kernels wait
-     * for each other); its record tells a peer that waits at the arrival
-     * (its buffers are elsewhere) to join. Every other way waits for every
-     * record. */
-    int ahead = c->surveyed && node->nnodes == 1 && call->in_kind == HAR_MEM_DEVICE &&
-                call->out_kind == HAR_MEM_DEVICE && call->gpu == c->gpu.ordinal && !call->bad;
-    if (ahead && ahead_plan(c, in, plan)) {
-        post(c, call, no, HAR_ARRIVE_AHEAD);
-        return HAR_OK;
-    }
-    har_status_t st = arrive(c, call, no, &host, call->in_kind == HAR_MEM_HOST, &agreed);
+    har_status_t st = arrive(c, call, no, host, call->in_kind == HAR_MEM_HOST, &agreed);
     if (st != HAR_OK) return st;
     if (agreed.went_ahead) {
         if (ahead_plan(c, in, plan)) return HAR_OK;
@@ -234,7 +285,7 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
         return HAR_ERR_INTERNAL;
     }
     if (!agreed.all_device) {
-        *plan = host;  /* the same inputs as before the arrival */
+        *plan = *host;  /* the same inputs as before the arrival */
         return HAR_OK;
     }
     in.on_device = 1;
@@ -254,6 +305,102 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
         setup(c, plan->engine, &agreed);  /* no longer untried, so the loop ends */
         if (har_node_failed(node)) return HAR_ERR_PEER_FAILED;  /* its exchanges failed (recorded) */
     }
+}
+
+/* Are this rank's buffers where the kernels of calls gone ahead take them? */
+static int goes_ahead(const har_comm_t *c, const har_call_t *call)
+{
+    return c->surveyed && c->node.nnodes == 1 && call->in_kind == HAR_MEM_DEVICE &&
+           call->out_kind == HAR_MEM_DEVICE && call->gpu == c->gpu.ordinal && !call->bad;
+}
+
+har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan)
+{
+    har_node_t *node = &c->node;
+    har_seg_hdr_t *hdr = node->seg.hdr;
+    if (failed_before(c)) return HAR_ERR_PEER_FAILED;
+    mpi_plan(plan);
+    if (har_plan_declines(call->bytes, &c->set)) return HAR_OK;
+
+    uint64_t no = node->call = c->calls++;
+    end_older(c, no, 1);
+    if (!c->cuda_node) {
+        uint64_t from = atomic_load(&hdr->cuda_from_call);
+        if (from <= no) {
+            c->cuda_node = 1;
+            HAR_LOG(HAR_LOG_DEBUG, "node %d: a local rank has CUDA; every call from call %llu starts with an "
+                    "arrival", node->node, (unsigned long long)from);
+        } else if (from == UINT64_MAX && har_call_wants_cuda(node, call, no)) {
+            uint64_t unset = UINT64_MAX;
+            atomic_compare_exchange_strong(&hdr->cuda_from_call, &unset, no + 1);
+        }
+    }
+    har_plan_in_t in = plan_in(c, call, forced);
+    har_plan_t host = har_plan(&in, &c->set);
+    if (!c->cuda_node) {
+        agreed_t agreed;
+        *plan = host;
+        if (plan->engine == HAR_PATH_MPI) return HAR_OK;
+        return arrive(c, call, no, &host, 1, &agreed);
+    }
+    /* Where this rank's buffers are on the kernels' GPU and the plan goes
+     * ahead, it launches without waiting for its peers (the kernels wait
+     * for each other); its record tells a peer that waits at the arrival
+     * (its buffers are elsewhere) to join. Every other way waits for every
+     * record. */
+    if (goes_ahead(c, call) && ahead_plan(c, in, plan)) {
+        post(c, call, no, HAR_ARRIVE_AHEAD);
+        return HAR_OK;
+    }
+    return plan_at_arrival(c, call, no, in, &host, plan);
+}
+
+har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan,
+                            har_pending_t **pending)
+{
+    har_node_t *node = &c->node;
+    *pending = NULL;
+    if (failed_before(c)) return HAR_ERR_PEER_FAILED;
+    mpi_plan(plan);
+    /* Every rank decides alike: one node, a communicator set up for device
+     * buffers (set-up and survey are blocking collectives, made by a
+     * blocking call: a communicator's first calls go to the MPI), and a
+     * plan that goes ahead on an engine that starts calls; or a plan on an
+     * engine whose calls start anywhere (the test build's). */
+    if (c->mode != HAR_COMM_SERVED || node->nnodes != 1 || har_plan_declines(call->bytes, &c->set)) return HAR_OK;
+    har_plan_in_t in = plan_in(c, call, forced);
+    *plan = har_plan(&in, &c->set);  /* offers only engines not failed */
+    int anywhere = plan->engine != HAR_PATH_MPI && har_engine_set()->by_path[plan->engine]->starts_anywhere;
+    if ((!anywhere && (!c->surveyed || !ahead_plan(c, in, plan))) || !har_engines[plan->engine]->start) {
+        mpi_plan(plan);
+        return HAR_OK;
+    }
+    uint64_t no = node->call = c->calls++;
+    end_older(c, no, 1);
+    if (!anywhere && !goes_ahead(c, call)) {
+        /* Its buffers are elsewhere: it joins at the arrival and serves the
+         * call before returning, as a blocking call would. */
+        har_plan_t host = har_plan(&in, &c->set);
+        har_status_t st = plan_at_arrival(c, call, no, in, &host, plan);
+        return st == HAR_OK && plan->engine != HAR_PATH_MPI ? har_comm_run(c, call, plan) : st;
+    }
+    if (!anywhere) post(c, call, no, HAR_ARRIVE_AHEAD);
+    har_pending_t *p = calloc(1, sizeof *p);
+    if (!p) {
+        har_note("no memory for a non-blocking call");
+        return HAR_ERR_INTERNAL;  /* its peers went ahead: the caller fails the communicator */
+    }
+    har_status_t st = har_engines[plan->engine]->start(c->eng[plan->engine].impl, node, call, plan, no, &p->op);
+    if (st != HAR_OK) {
+        free(p);
+        return st;
+    }
+    p->c = c;
+    p->engine = plan->engine;
+    p->no = no;
+    c->open[no & 1] = p;
+    *pending = p;
+    return HAR_OK;
 }
 
 /* HAR_CHECK: every rank's result, compared across the communicator; the

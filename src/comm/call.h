@@ -21,6 +21,28 @@ HAR_HIDDEN har_status_t har_comm_run(har_comm_t *c, const har_call_t *call, har_
  * Returns the status this call reports (the MPI's class for differing
  * arguments also on ranks that stopped because another rank found them). */
 HAR_HIDDEN har_status_t har_comm_fail(har_comm_t *c, har_status_t st);
+/* A non-blocking call (MPI_Iallreduce) har serves itself, started and
+ * owned by its request (stage/requests.c) until it ends and is freed. */
+typedef struct har_pending har_pending_t;
+/* Plans a non-blocking call. har serves it where its plan goes ahead on an
+ * engine that can start calls, on a communicator already set up for its
+ * device buffers: a decision every rank makes alike from what they share.
+ * Then *pending is the call started here, or NULL where this rank's
+ * buffers are not on the kernels' GPU and it served the call before
+ * returning (plan->engine says which); else plan->engine is the MPI and
+ * the MPI's non-blocking call serves it. A failure fails the communicator
+ * for good, as in a blocking call. */
+HAR_HIDDEN har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan,
+                                       har_pending_t **pending);
+/* Without waiting: 1 once the call has ended (its status in *st, the MPI's
+ * class of a differing call included), 0 while it runs. */
+HAR_HIDDEN int har_pending_test(har_pending_t *p, har_status_t *st);
+/* Gives an ended call back. */
+HAR_HIDDEN void har_pending_free(har_pending_t *p);
+/* Ends every call started on c (the state is about to go): waits without
+ * driving the MPI. */
+HAR_HIDDEN void har_comm_end_open(har_comm_t *c);
+
 /* Does this rank have CUDA at call `no`: device buffers, or a current
  * context? (Cheap while the application has not loaded libcuda.) */
 HAR_HIDDEN int har_call_wants_cuda(const har_node_t *node, const har_call_t *call, uint64_t no);

@@ -94,8 +94,18 @@ har_status_t har_node_records_differ(har_node_t *node, uint64_t no, const char *
         /* Posted: it finished the step this rank's post finished (every
          * rank takes the same steps while their calls agree). */
         if (r == node->local_rank || atomic_load_explicit(&ctl->epoch, memory_order_acquire) < seg->my_epoch) continue;
-        if (har_arrival_differs(mine, &ctl->arrival[no & 1]) != HAR_OK)
-            return har_calls_differ(node, node->local_rank, mine, r, &ctl->arrival[no & 1], r, step);
+        /* A record of a later call means that rank ended this one (its
+         * non-blocking calls run up to two ahead), so it did not differ; it
+         * may be writing that record now. post() writes a record's number
+         * before the rest: the number read twice, the same and this call's,
+         * says the copy between is this call's record whole. */
+        const har_arrival_t *rec = &ctl->arrival[no & 1];
+        uint32_t before = __atomic_load_n(&rec->call, __ATOMIC_ACQUIRE);
+        har_arrival_t theirs = *(const volatile har_arrival_t *)rec;
+        atomic_thread_fence(memory_order_acquire);
+        if (before != (uint32_t)no || __atomic_load_n(&rec->call, __ATOMIC_RELAXED) != before) continue;
+        if (har_arrival_differs(mine, &theirs) != HAR_OK)
+            return har_calls_differ(node, node->local_rank, mine, r, &theirs, r, step);
     }
     return HAR_OK;
 }

@@ -31,6 +31,10 @@ typedef struct har_comm {
     har_gpu_t gpu;
     char host_cls[HAR_CLASS_LEN];   /* the class the table's host rows are keyed by */
     har_engine_slot_t eng[HAR_PATH_COUNT];  /* by engine path */
+    /* Non-blocking calls started here and not yet ended, by call parity
+     * (comm/call.c: a call may start only once the one two before it
+     * ended). */
+    struct har_pending *open[2];
 } har_comm_t;
 
 HAR_HIDDEN void har_comm_init(void);

@@ -98,6 +98,11 @@ typedef struct {
     har_resident_relay_t *relay;         /* device */
     uint64_t resident_idle_ns, resident_generation;
     int resident_dtype, resident_op;
+    /* Non-blocking calls started and not yet ended (at most two: comm/
+     * call.c), and the events that end barrier kernels' ones, by call
+     * parity. */
+    int open_ops;
+    cudaEvent_t op_ended[2];
 } ipc_t;
 
 /* The engine whose communicator holds this process's resident grid: the
@@ -157,6 +162,7 @@ static void ipc_destroy(void *engine)
     for (int i = 0; i < 2; i++) {
         unpinned_free(d->stage[i], d->slot_bytes);
         if (d->out[i]) cudaEventDestroy(d->out[i]);
+        if (d->op_ended[i]) cudaEventDestroy(d->op_ended[i]);
     }
     unpinned_free(d->tmp, d->slot_bytes);
     if (d->dtmp) cudaFree(d->dtmp);
@@ -468,6 +474,7 @@ typedef struct {
     ipc_t *d;
     har_node_t *node;
     const har_call_t *call;
+    uint64_t no;        /* its number on the communicator */
     uint64_t id;        /* what its kernels' records of a differing peer carry */
     int blocks;         /* its kernels' blocks, at most: who may have recorded one */
     const char *step;
@@ -481,7 +488,7 @@ static har_status_t recorded_difference(const call_watch_t *w)
         const volatile uint64_t *rec = w->d->push_host->differs + 4 * b;
         if (rec[0] != w->id) continue;
         har_arrival_t mine, theirs;
-        har_arrival_of(&mine, w->call, w->node->call);
+        har_arrival_of(&mine, w->call, w->no);
         theirs = mine;
         theirs.count = rec[2];
         theirs.type = (uint16_t)(rec[3] >> 40);
@@ -502,7 +509,7 @@ static har_status_t ahead_poll(void *ctx)
 {
     const call_watch_t *w = ctx;
     har_status_t st = recorded_difference(w);
-    return st == HAR_OK ? har_node_records_differ(w->node, w->node->call, w->step) : st;
+    return st == HAR_OK ? har_node_records_differ(w->node, w->no, w->step) : st;
 }
 
 static void stop_call(void *ctx) { stop_kernels(((const call_watch_t *)ctx)->d); }
@@ -511,11 +518,21 @@ static void stop_call(void *ctx) { stop_kernels(((const call_watch_t *)ctx)->d);
  * set; the push kernels', their call's number: never the same. */
 #define BARRIER_CALL_ID(epoch) ((epoch) | 1ull << 63)
 
-static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *call, const har_plan_t *plan)
+/* Stops this rank's kernels after a failed launch or wait: peers' kernels
+ * may spin on its flags, and the caller fails the segment so that theirs
+ * stop too. */
+static void stop_failed(ipc_t *d)
 {
-    call_watch_t w = {d, node, call, BARRIER_CALL_ID(d->epoch), d->max_blocks, "ahead"};
-    int ahead = (plan->paths & HAR_BIT(AHEAD)) != 0;
-    har_gpu_watch_t watch = {ahead ? ahead_poll : NULL, stop_call, &w};
+    stop_kernels(d);
+    cudaStreamSynchronize(d->stream);
+    cudaGetLastError();
+}
+
+/* Queues the barrier kernels of call `no` on one node, its watch in *w. */
+static har_status_t launch_chunks(ipc_t *d, har_node_t *node, const har_call_t *call, const har_plan_t *plan,
+                                  uint64_t no, call_watch_t *w)
+{
+    *w = (call_watch_t){d, node, call, no, BARRIER_CALL_ID(d->epoch), d->max_blocks, "ahead"};
     har_dev_args_t a;
     memset(&a, 0, sizeof a);
     a.nranks = d->nranks;
@@ -527,13 +544,14 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
     a.abort = d->abort_dev;
     a.aligned = ((uintptr_t)call->in | (uintptr_t)call->out) % 16 == 0;
     a.count = call->count;
-    a.sig = har_dev_push_sig(call->red.type_code, call->red.dev_op, (uint32_t)node->call);
-    a.call_id = w.id;
+    a.sig = har_dev_push_sig(call->red.type_code, call->red.dev_op, (uint32_t)no);
+    a.call_id = w->id;
     a.differs = d->push_host_dev->differs;
     for (int r = 0; r < d->nranks; r++) a.flags[r] = d->peer[r];
     size_t chunk = har_chunk_elems(plan->chunk_bytes, a.elem);
     har_status_t st = HAR_OK;
     if (node->nnodes > 1) {
+        har_gpu_watch_t watch = {NULL, stop_call, w};
         if ((st = across_buffers(d, plan->inter)) == HAR_OK)
             st = run_across(d, node, call, &a, chunk, plan->inter, &watch);
     } else {
@@ -543,15 +561,17 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
             st = launch(d, &a, HAR_DEV_WHOLE);
         }
     }
-    if (st != HAR_OK) {
-        /* Peers' kernels may spin on this rank's flags: stop ours, and the
-         * caller fails the segment so that theirs stop too. */
-        stop_kernels(d);
-        cudaStreamSynchronize(d->stream);
-        cudaGetLastError();
-        return st;
-    }
-    st = har_gpu_wait(d->stream, node, &watch, "device");
+    if (st != HAR_OK) stop_failed(d);
+    return st;
+}
+
+static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *call, const har_plan_t *plan)
+{
+    call_watch_t w;
+    int ahead = (plan->paths & HAR_BIT(AHEAD)) != 0;
+    har_gpu_watch_t watch = {ahead ? ahead_poll : NULL, stop_call, &w};
+    har_status_t st = launch_chunks(d, node, call, plan, node->call, &w);
+    if (st == HAR_OK) st = har_gpu_wait(d->stream, node, &watch, "device");
     return st == HAR_OK && ahead ? recorded_difference(&w) : st;
 }
 
@@ -612,7 +632,7 @@ typedef struct {
     int resident;       /* posted to the resident grid, not launched */
 } push_wait_t;
 
-/* 1 once every block did the call. If the resident grid ended before its
+/* 1 once every block did the call (or a later one: calls end in order). If the resident grid ended before its
  * blocks all took it (block 0's last look at the post came before the
  * post), the next generation, launched here, serves it. Every block is
  * looked at: a block that ended short of the call holds up the same block
@@ -623,7 +643,7 @@ static int push_done(void *ctx)
     ipc_t *d = w->d;
     int done = 1, ended_short = 0;
     for (int b = 0; b < d->push_blocks; b++) {
-        if (((volatile const uint64_t *)d->push_host->done)[b] == w->seq) continue;
+        if (((volatile const uint64_t *)d->push_host->done)[b] >= w->seq) continue;
         done = 0;
         ended_short |= w->resident && resident_ended(d, b);
     }
@@ -644,11 +664,11 @@ static int legacy_stream_idle(void)
     return e == cudaSuccess;
 }
 
-/* One call by the push kernels (kernels.cu). Nothing waits for the peers
- * before the launch: the kernels do, and the host waits for their flags.
- * Where the resident grid runs (HAR_DEVICE_RESIDENT), the call is posted
- * to it instead of launched. */
-static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call, int *resident)
+/* Queues push call `no` (kernels.cu), its watch in *w: launched, or posted
+ * to the resident grid where one may serve it (`may_post`: a blocking call
+ * with HAR_DEVICE_RESIDENT) and the application's input has landed. */
+static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *call, uint64_t no, int may_post,
+                                call_watch_t *w, int *resident)
 {
     har_push_args_t a;
     memset(&a, 0, sizeof a);
@@ -669,17 +689,27 @@ static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call,
     a.op = call->red.dev_op;
     a.seq = seq;
     a.count = call->count;
-    a.sig = har_dev_push_sig(call->red.type_code, call->red.dev_op, (uint32_t)node->call);
+    a.sig = har_dev_push_sig(call->red.type_code, call->red.dev_op, (uint32_t)no);
     a.abort = d->abort_dev;
     a.done = d->push_host_dev->done;
     a.differs = d->push_host_dev->differs;
-    *resident = d->resident_idle_ns && legacy_stream_idle();
+    *resident = may_post && d->resident_idle_ns && legacy_stream_idle();
     if (*resident) st = post_resident(d, &a);
     else st = har_gpu_check(har_dev_push(&a, d->push_blocks, d->stream), "kernel launch");
-    if (st != HAR_OK) return st;  /* never pushed: its peers wait until the caller fails the segment */
-    call_watch_t w = {d, node, call, seq, d->push_blocks, "push"};
+    *w = (call_watch_t){d, node, call, no, seq, d->push_blocks, "push"};
+    return st;  /* failed: never pushed, its peers wait until the caller fails the segment */
+}
+
+/* One call by the push kernels. Nothing waits for the peers before the
+ * launch: the kernels do, and the host waits for their flags. */
+static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call, int *resident)
+{
+    call_watch_t w;
+    /* Not while non-blocking calls are open: the grid would not wait for their kernels. */
+    har_status_t st = launch_push(d, node, call, node->call, !d->open_ops, &w, resident);
+    if (st != HAR_OK) return st;
     har_gpu_watch_t watch = {ahead_poll, stop_call, &w};
-    push_wait_t flags = {d, seq, *resident};
+    push_wait_t flags = {d, w.id, *resident};
     st = har_gpu_wait_flags(*resident ? d->resident_stream : d->stream, push_done, &flags, node, &watch, "device");
     return st == HAR_OK ? recorded_difference(&w) : st;
 }
@@ -723,6 +753,89 @@ static har_status_t ipc_run(void *engine, har_node_t *node, const har_call_t *ca
     return st;
 }
 
+/* A non-blocking call on its way (start/test): its own copy of the call,
+ * which its watch points at. */
+typedef struct {
+    har_call_t call;
+    call_watch_t watch;
+    int push;
+    double waited_from, checked;  /* when a test first found it running; its last liveness check */
+} ipc_op_t;
+
+/* Queues a call whose buffers are on this GPU, as run_push or run_chunks
+ * would, and returns. */
+static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan,
+                              uint64_t no, void **op)
+{
+    ipc_t *d = engine;
+    ipc_op_t *o = calloc(1, sizeof *o);
+    if (!o) {
+        har_note("no memory for a non-blocking call");
+        return HAR_ERR_INTERNAL;
+    }
+    o->call = *call;
+    o->push = (plan->paths & HAR_BIT(PUSH)) != 0;
+    har_gpu_scope_t scope;
+    int resident = 0;
+    cudaEvent_t *ended = &d->op_ended[no & 1];
+    har_status_t st = har_gpu_enter(d->gpu, &scope);
+    if (st == HAR_OK && !o->push && !*ended)
+        st = har_gpu_check(cudaEventCreateWithFlags(ended, cudaEventDisableTiming), "event");
+    if (st == HAR_OK && o->push) st = launch_push(d, node, &o->call, no, 0, &o->watch, &resident);
+    else if (st == HAR_OK) st = launch_chunks(d, node, &o->call, plan, no, &o->watch);
+    if (st == HAR_OK && !o->push && (st = har_gpu_check(cudaEventRecord(*ended, d->stream), "cudaEventRecord")) != HAR_OK)
+        stop_failed(d);
+    har_gpu_leave(&scope);
+    if (st != HAR_OK) {
+        free(o);
+        return st;
+    }
+    d->open_ops++;
+    *op = o;
+    return HAR_OK;
+}
+
+/* Liveness and differing peers are looked at as a blocking call's wait
+ * does, from the first test that found the call running, once a
+ * millisecond at most. */
+#define OP_CHECK_EVERY 1e-3
+
+static int ipc_test(void *op, har_status_t *st)
+{
+    ipc_op_t *o = op;
+    call_watch_t *w = &o->watch;
+    ipc_t *d = w->d;
+    int r;
+    if (o->push) {
+        push_wait_t flags = {d, w->id, 0};
+        r = push_done(&flags);
+    } else {
+        cudaError_t e = cudaEventQuery(d->op_ended[w->no & 1]);
+        r = e == cudaSuccess ? 1 : e == cudaErrorNotReady ? 0 : -(int)e;
+    }
+    *st = HAR_OK;
+    if (r == 0) {
+        double now = har_seg_now();
+        if (!o->waited_from) o->waited_from = o->checked = now;
+        if (now - o->checked < OP_CHECK_EVERY) return 0;
+        o->checked = now;
+        /* A kernel that faulted never writes its flags: the stream says so. */
+        cudaError_t e = cudaStreamQuery(d->stream);
+        *st = e == cudaSuccess || e == cudaErrorNotReady ? HAR_OK : har_gpu_check(e, "device");
+        if (*st == HAR_OK) *st = har_node_check(w->node, o->waited_from, w->step);
+        if (*st == HAR_OK) *st = ahead_poll(w);
+        if (*st == HAR_OK) return 0;
+        stop_failed(d);
+    } else if (r < 0) {
+        *st = har_gpu_check(-r, "device");
+    } else {
+        *st = recorded_difference(w);
+    }
+    d->open_ops--;
+    free(o);
+    return 1;
+}
+
 /* The kernels reduce the 32- and 64-bit types with every op; a device
  * segment serves at most HAR_DEV_MAX_RANKS ranks (its flag area). Push is
  * its one-shot on one node up to HAR_DEVICE_PUSH_MAX. */
@@ -732,4 +845,4 @@ const har_engine_t har_engine_ipc = {
             .kernel_types = 1, .across = HAR_BIT(RAILS), .shared_gpu = 1, .max_local = HAR_DEV_MAX_RANKS,
             .rank = 1, .device_slot = 1, .one_shot_max = HAR_SETTING(device_one_shot_max),
             .ahead_max = HAR_SETTING(device_ahead_max)},
-    .setup = ipc_setup, .run = ipc_run, .destroy = ipc_destroy};
+    .setup = ipc_setup, .run = ipc_run, .start = ipc_start, .test = ipc_test, .destroy = ipc_destroy};

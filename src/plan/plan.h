@@ -74,6 +74,8 @@ typedef struct {
     int checked;                /* HAR_CHECK verifies what it moves; under HAR_CHECK only such engines serve */
     int forced_only;            /* serves only calls that HAR_ALGO or har_set_algo send it */
     int device_slot;            /* passes through HAR_DEVICE_SLOT_BYTES (else HAR_SLOT_BYTES) */
+    int starts_anywhere;        /* its non-blocking calls (har_engine_t.start) need no arrival and take any
+                                 * buffers: every rank starts them, whatever the plan's other rules */
     int streams;                /* alone on its node, it hands a ring across nodes the application's host
                                  * buffers: nobody else reads its slot, so no copy of the whole vector
                                  * goes in or out of it (inter.h) */

@@ -1,19 +1,26 @@
-/* The table of staged requests and the completion calls that finish them
- * (requests.h). */
+/* The table of staged requests and of har's own, and the completion calls
+ * that finish them (requests.h). */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
+#include "comm/call.h"
 #include "core/log.h"
 #include "stage/requests.h"
 
-/* ACTIVE: the MPI works on the host copies. DONE: the results are back on
- * the device (MPI_Request_get_status saw it complete) but the application
- * has not completed the request yet. INACTIVE: a persistent request
- * between a completion and the next start. */
+/* ACTIVE: the MPI works on the host copies (har's own: har's call runs).
+ * DONE: the results are back on the device (MPI_Request_get_status saw it
+ * complete; har's own: its call ended and the generalized request is
+ * complete) but the application has not completed the request yet.
+ * INACTIVE: a persistent request between a completion and the next
+ * start. */
 enum { ACTIVE, DONE, INACTIVE };
 
 typedef struct entry {
     MPI_Request req;
     har_stage_t stage;
+    har_pending_t *own;  /* har serves it: req is a generalized request completed when `own` ends */
+    int own_rc;          /* then its code, which the request's status carries */
+    MPI_Comm comm;
     int persistent, state;
     int busy;  /* a completion call holds it: a lookup skips it (its handle may be a new request's) */
     struct entry *next;
@@ -24,6 +31,78 @@ static entry_t *head;
 int har_staged_live;
 
 void *har_request_reserve(void) { return calloc(1, sizeof(entry_t)); }
+
+static void insert(entry_t *e)
+{
+    pthread_mutex_lock(&lock);
+    e->next = head;
+    head = e;
+    __atomic_store_n(&har_staged_live, har_staged_live + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&lock);
+}
+
+/* har's own requests are generalized requests: the MPI knows their
+ * handles, so they mix with its own in every completion call, in C and
+ * Fortran, and MPI_Request_get_status, f2c/c2f and statuses are the MPI's.
+ * A collective's status says nothing but its error; it cannot be
+ * cancelled (MPI_Test_cancelled says false), and the table frees what it
+ * holds. */
+static int own_query(void *extra, MPI_Status *status)
+{
+    const entry_t *e = extra;  /* NULL: served before the call returned */
+    PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = MPI_UNDEFINED;
+    status->MPI_TAG = MPI_UNDEFINED;
+    status->MPI_ERROR = e ? e->own_rc : MPI_SUCCESS;
+    return status->MPI_ERROR;
+}
+static int own_free(void *extra) { (void)extra; return MPI_SUCCESS; }
+static int own_cancel(void *extra, int complete) { (void)extra; (void)complete; return MPI_SUCCESS; }
+
+/* Has e's call ended? If so, its request is completed for the MPI. */
+static int own_ended(entry_t *e)
+{
+    if (!e->own || e->state != ACTIVE) return 1;
+    har_status_t st;
+    if (!har_pending_test(e->own, &st)) return 0;
+    e->own_rc = har_error_code(st);
+    e->state = DONE;
+    PMPI_Grequest_complete(e->req);
+    return 1;
+}
+
+int har_request_native(har_pending_t *pending, MPI_Comm comm, MPI_Request *req)
+{
+    entry_t *e = pending ? calloc(1, sizeof *e) : NULL;
+    int rc = PMPI_Grequest_start(own_query, own_free, own_cancel, e, req);
+    if (rc == MPI_SUCCESS && !e) {
+        /* Served already (or no memory for an entry: then it ends here). */
+        har_status_t st = HAR_OK;
+        while (pending && !har_pending_test(pending, &st)) sched_yield();
+        if (pending) har_pending_free(pending);
+        if (st != HAR_OK) {
+            rc = har_error_code(st);
+            PMPI_Comm_call_errhandler(comm, rc);
+        }
+        PMPI_Grequest_complete(*req);
+        return rc;
+    }
+    if (rc != MPI_SUCCESS) {
+        /* The call runs on the peers too: it ends here before the error. */
+        har_status_t st;
+        while (pending && !har_pending_test(pending, &st)) sched_yield();
+        if (pending) har_pending_free(pending);
+        free(e);
+        return rc;
+    }
+    e->req = *req;
+    e->own = pending;
+    e->comm = comm;
+    e->state = ACTIVE;
+    insert(e);
+    return MPI_SUCCESS;
+}
 
 int har_request_post(void *slot, har_stage_t *s, int rc, MPI_Request *req, int persistent)
 {
@@ -37,11 +116,7 @@ int har_request_post(void *slot, har_stage_t *s, int rc, MPI_Request *req, int p
     e->stage = *s;
     e->persistent = persistent;
     e->state = persistent ? INACTIVE : ACTIVE;
-    pthread_mutex_lock(&lock);
-    e->next = head;
-    head = e;
-    __atomic_store_n(&har_staged_live, har_staged_live + 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&lock);
+    insert(e);
     return rc;
 }
 
@@ -94,6 +169,11 @@ static void drop(entry_t *e)
 static int finish(entry_t *e, int ok)
 {
     int rc = MPI_SUCCESS;
+    if (e->own) {  /* its error came with the MPI's completion */
+        har_pending_free(e->own);
+        drop(e);
+        return rc;
+    }
     if (ok && e->state == ACTIVE && har_stage_out(&e->stage) != HAR_OK) rc = har_stage_error(&e->stage);
     if (e->persistent) {
         e->state = INACTIVE;
@@ -156,10 +236,26 @@ static int claim_all(room_t *r, int n, const MPI_Request reqs[], int statuses, M
 /* A copy that failed on completion is the call's error. */
 static int keep_first(int rc, int copy_rc) { return rc == MPI_SUCCESS ? copy_rc : rc; }
 
+/* Tests har's own calls among the claimed entries e[0..n-1]; 1 when none
+ * of them is still running. */
+static int own_progress(int n, entry_t *e[])
+{
+    int ended = 1;
+    for (int i = 0; i < n; i++)
+        if (e[i] && !own_ended(e[i])) ended = 0;
+    return ended;
+}
+
+/* A wait among whose requests har's own calls still run cannot block in
+ * the MPI, which would never see them complete: it tests them and the
+ * MPI's requests in turn (so that the MPI's keep moving: a peer may need
+ * them to reach har's call), with the test of the same form. */
+
 int har_staged_wait(MPI_Request *req, MPI_Status *status)
 {
     entry_t *e;
     if (!claim(1, req, &e)) return PMPI_Wait(req, status);
+    for (int flag; !own_ended(e);) PMPI_Test(req, &flag, MPI_STATUS_IGNORE);  /* incomplete: it only moves the MPI */
     int rc = PMPI_Wait(req, status);
     if (rc == MPI_SUCCESS) return finish(e, 1);
     settle_failed(e, *req);
@@ -170,6 +266,7 @@ int har_staged_test(MPI_Request *req, int *flag, MPI_Status *status)
 {
     entry_t *e;
     if (!claim(1, req, &e)) return PMPI_Test(req, flag, status);
+    own_ended(e);
     *flag = 0;
     int rc = PMPI_Test(req, flag, status);
     if (rc == MPI_SUCCESS && *flag) return finish(e, 1);
@@ -204,6 +301,7 @@ int har_staged_waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 {
     room_t r;
     if (!claim_all(&r, n, reqs, 1, statuses)) return PMPI_Waitall(n, reqs, statuses);
+    for (int flag; !own_progress(n, r.e);) PMPI_Testall(n, reqs, &flag, r.st);  /* false: nothing completes */
     int rc = settle_all(n, reqs, r.e, r.st, PMPI_Waitall(n, reqs, r.st), 1);
     unroom(&r);
     return rc;
@@ -213,6 +311,7 @@ int har_staged_testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses
 {
     room_t r;
     if (!claim_all(&r, n, reqs, 1, statuses)) return PMPI_Testall(n, reqs, flag, statuses);
+    own_progress(n, r.e);
     *flag = 0;
     int rc = PMPI_Testall(n, reqs, flag, r.st);
     rc = settle_all(n, reqs, r.e, r.st, rc, *flag);
@@ -238,7 +337,9 @@ int har_staged_waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status
     room_t r;
     if (!claim_all(&r, n, reqs, 0, NULL)) return PMPI_Waitany(n, reqs, index, status);
     *index = MPI_UNDEFINED;
-    int rc = PMPI_Waitany(n, reqs, index, status);
+    int rc = MPI_SUCCESS, flag = 0;
+    while (!own_progress(n, r.e) && (rc = PMPI_Testany(n, reqs, index, &flag, status)) == MPI_SUCCESS && !flag) {}
+    if (rc == MPI_SUCCESS && !flag) rc = PMPI_Waitany(n, reqs, index, status);
     int completed = *index >= 0 && *index < n;  /* with an error, index names the request that failed */
     rc = keep_first(rc, settle_any(n, r.e, *index, completed, rc == MPI_SUCCESS));
     unroom(&r);
@@ -249,6 +350,7 @@ int har_staged_testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Sta
 {
     room_t r;
     if (!claim_all(&r, n, reqs, 0, NULL)) return PMPI_Testany(n, reqs, index, flag, status);
+    own_progress(n, r.e);
     *index = MPI_UNDEFINED;
     *flag = 0;
     int rc = PMPI_Testany(n, reqs, index, flag, status);
@@ -284,7 +386,10 @@ int har_staged_waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
     room_t r;
     if (!claim_all(&r, n, reqs, 1, statuses)) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
     *outcount = MPI_UNDEFINED;
-    int rc = PMPI_Waitsome(n, reqs, outcount, indices, r.st);
+    int rc = MPI_SUCCESS, some = 0;
+    while (!own_progress(n, r.e) && (rc = PMPI_Testsome(n, reqs, outcount, indices, r.st)) == MPI_SUCCESS &&
+           !(some = *outcount != 0)) {}
+    if (rc == MPI_SUCCESS && !some) rc = PMPI_Waitsome(n, reqs, outcount, indices, r.st);
     rc = settle_some(n, reqs, r.e, rc, *outcount, indices, r.st);
     unroom(&r);
     return rc;
@@ -294,6 +399,7 @@ int har_staged_testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
 {
     room_t r;
     if (!claim_all(&r, n, reqs, 1, statuses)) return PMPI_Testsome(n, reqs, outcount, indices, statuses);
+    own_progress(n, r.e);
     *outcount = MPI_UNDEFINED;
     int rc = PMPI_Testsome(n, reqs, outcount, indices, r.st);
     rc = settle_some(n, reqs, r.e, rc, *outcount, indices, r.st);
@@ -305,6 +411,7 @@ int har_staged_request_get_status(MPI_Request req, int *flag, MPI_Status *status
 {
     entry_t *e;
     if (!claim(1, &req, &e)) return PMPI_Request_get_status(req, flag, status);
+    own_ended(e);
     int rc = PMPI_Request_get_status(req, flag, status);
     /* Complete: the results belong in the application's buffer now, though
      * the request lives on until a wait or test (which copies nothing
@@ -321,6 +428,14 @@ int har_staged_request_free(MPI_Request *req)
 {
     entry_t *e;
     if (!claim(1, req, &e)) return PMPI_Request_free(req);
+    if (e->own && !own_ended(e)) {
+        /* Erroneous for a collective's request (MPI 4.1, 3.7.3): har's
+         * call goes on and the request stays. */
+        unclaim(e);
+        int rc = MPI_ERR_REQUEST;
+        PMPI_Comm_call_errhandler(e->comm, rc);
+        return rc;
+    }
     int active = e->state == ACTIVE;
     int rc = PMPI_Request_free(req);
     if (rc != MPI_SUCCESS) {
@@ -329,7 +444,8 @@ int har_staged_request_free(MPI_Request *req)
     }
     /* Freeing a collective's request before it completes is erroneous; if
      * the MPI accepted it, it may still write the host copies: they stay. */
-    if (active) HAR_WARN_ONCE("a staged collective's request was freed before it completed: its host copies are not reused");
+    if (e->own) har_pending_free(e->own);
+    else if (active) HAR_WARN_ONCE("a staged collective's request was freed before it completed: its host copies are not reused");
     else har_stage_release(&e->stage);
     drop(e);
     return rc;

@@ -29,6 +29,13 @@ HAR_HIDDEN void *har_request_reserve(void);
  * staging in s; on failure the place and the copies go back. Returns rc. */
 HAR_HIDDEN int har_request_post(void *slot, har_stage_t *s, int rc, MPI_Request *req, int persistent);
 
+/* A request for har's own non-blocking call: `pending` as har_comm_start
+ * started it, or NULL where the call was served before returning. The
+ * MPI's code (MPI_ERR_NO_MEM or the like if the request could not be
+ * made: the call then ends first). */
+struct har_pending;
+HAR_HIDDEN int har_request_native(struct har_pending *pending, MPI_Comm comm, MPI_Request *req);
+
 HAR_HIDDEN int har_staged_wait(MPI_Request *req, MPI_Status *status);
 HAR_HIDDEN int har_staged_test(MPI_Request *req, int *flag, MPI_Status *status);
 HAR_HIDDEN int har_staged_waitall(int n, MPI_Request reqs[], MPI_Status statuses[]);

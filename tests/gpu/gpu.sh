@@ -116,6 +116,22 @@ else
         check "stress, $np ranks under MPS: $iters calls of 64 KiB to 1 MiB on the barrier kernels gone ahead, random delays, every result checked" \
             env HAR_TIMEOUT=120 $mpi $np "$stress" --iters $iters --medium --seed $seed --expect ipc --expect ahead
     done
+    # MPI_Iallreduce on a communicator a blocking call set up: har's own
+    # kernels serve it (calls that go ahead), the request completes when
+    # they end; several in flight, every completion call.
+    for np in 2 4 8; do
+        check "stress, $np ranks under MPS: 100000 MPI_Iallreduce to 16 KiB, up to 8 in flight on the push kernels, random completion calls and delays, every result checked" \
+            env HAR_TIMEOUT=120 $mpi $np "$stress" --iters 100000 --small --nonblocking 8 --seed $seed --expect push
+    done
+    for run in 2:20000 4:20000 8:10000; do
+        np=${run%:*} iters=${run#*:}
+        check "stress, $np ranks under MPS: $iters MPI_Iallreduce of 64 KiB to 1 MiB, up to 8 in flight on the barrier kernels gone ahead, every result checked" \
+            env HAR_TIMEOUT=120 $mpi $np "$stress" --iters $iters --medium --nonblocking 8 --seed $seed --expect ipc --expect ahead
+    done
+    for case in inflight deadlock persistent threads; do
+        check "3 ranks under MPS, MPI_Iallreduce after a blocking call, $case: har's kernels serve every predefined type (the derived types staged beside them)" \
+            env HAR_TIMEOUT=60 $mpi 3 "$bin/gpu/requests_gpu" $case --device --seed $seed --expect har:ipc
+    done
     # The resident grid (HAR_DEVICE_RESIDENT, off by default): the calls
     # whose input has landed are posted to it, not launched. Every type and
     # op in turn: a grid serves one pair, and each change of pair ends it and

@@ -2,7 +2,7 @@
  * random sizes, random delays before some ranks' calls, every result
  * checked exactly (small integers in floats, so sums are exact).
  *   stress [--iters N] [--seed S] [--expect PATH]... [--host-first] [--hog SECONDS] [--small | --medium]
- *          [--late-input] [--input-ready]
+ *          [--late-input] [--input-ready] [--nonblocking K]
  * --small: every call up to 4096 floats (16 KiB), the push kernels' sizes;
  * --medium: every call from 64 KiB + 4 bytes to 1 MiB, barrier kernels
  * that go ahead of the arrival (HAR_DEVICE_AHEAD_MAX); else one call in 8
@@ -16,6 +16,12 @@
  * --late-input: in one call in 4 (each rank its own), the input is still
  * being written by a kernel on the legacy default stream that waits 20 us
  * first, when MPI_Allreduce is called: har must read it after that kernel.
+ * --nonblocking K: MPI_Iallreduce instead, in batches of 1 to K in flight
+ * (each on its own buffer; the batch sizes shared by every rank), random
+ * delays before some posts and before the completion, completed by a
+ * completion call each rank picks at random (MPI_Waitall, MPI_Wait in a
+ * random order, MPI_Testany, MPI_Waitsome or MPI_Testall); not with
+ * --late-input.
  * --input-ready: every other call's input copy is waited for (the legacy
  * default stream synchronised) before MPI_Allreduce, as a CUDA-aware MPI
  * asks, so that a resident grid may serve it; without it the copy from
@@ -57,7 +63,8 @@ int main(int argc, char **argv)
     }
     long iters = 100000;
     uint64_t seed = 1;
-    int expect[4], nexpect = 0, host_first = 0, small = 0, medium = 0, late_input = 0, input_ready = 0;
+    int expect[4], nexpect = 0, host_first = 0, small = 0, medium = 0, late_input = 0, input_ready = 0, batch_max = 1,
+        nonblocking = 0;
     double hog = 0;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--host-first")) host_first = 1;
@@ -66,6 +73,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--late-input")) late_input = 1;
         else if (!strcmp(argv[a], "--input-ready")) input_ready = 1;
         else if (a + 1 < argc && !strcmp(argv[a], "--hog")) hog = atof(argv[++a]);
+        else if (a + 1 < argc && !strcmp(argv[a], "--nonblocking")) nonblocking = 1, batch_max = atoi(argv[++a]);
         else if (a + 1 < argc && !strcmp(argv[a], "--iters")) iters = atol(argv[++a]);
         else if (a + 1 < argc && !strcmp(argv[a], "--seed")) seed = strtoull(argv[++a], NULL, 10);
         else if (a + 1 < argc && !strcmp(argv[a], "--expect") && nexpect < 4)
@@ -84,12 +92,19 @@ int main(int argc, char **argv)
     }
     cudaSetDevice(local % ndev);
     const int max_n = 1 << 18;
-    float *host = malloc(max_n * sizeof *host), *dev = NULL, *early = NULL;
-    if (cudaMalloc((void **)&dev, max_n * sizeof *dev) != cudaSuccess ||
-        cudaMalloc((void **)&early, max_n * sizeof *early) != cudaSuccess) {
+    enum { MAX_BATCH = 8 };
+    if (batch_max < 1 || batch_max > MAX_BATCH || (nonblocking && late_input)) {
+        fprintf(stderr, "stress: --nonblocking takes 1 to %d, and not with --late-input\n", MAX_BATCH);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    float *host = malloc(max_n * sizeof *host), *devs[MAX_BATCH] = {NULL}, *early = NULL;
+    for (int j = 0; j < batch_max; j++)
+        if (cudaMalloc((void **)&devs[j], max_n * sizeof *devs[j]) != cudaSuccess) devs[0] = NULL;
+    if (!devs[0] || cudaMalloc((void **)&early, max_n * sizeof *early) != cudaSuccess) {
         fprintf(stderr, "stress: rank %d: cudaMalloc failed\n", rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    float *dev = devs[0];
     uint64_t shared = seed, mine = seed ^ (uint64_t)(rank + 1) * 0x51ed27;
     long bad = 0, late_calls = 0;
     /* Calls made here, checked, not counted: a communicator's first device
@@ -106,39 +121,83 @@ int main(int argc, char **argv)
     }
     unsigned long long before[64], after[64];
     har_counters(before, 64);
-    for (long it = 0; it < iters; it++) {
-        /* Sizes from a sequence every rank shares; delays from its own. */
-        int n = medium ? 16385 + (int)(next(&shared) % (max_n - 16384))
-                       : 1 + (int)(next(&shared) % (next(&shared) % 8 == 0 && !small ? max_n : 4096));  /* up to 1 MiB */
-        int tag = (int)(it % 1000);
-        if (hog > 0 && rank == 0 && (it == 0 || it == iters / 2) && hog_start(0.5, hog) < 0) {
-            fprintf(stderr, "stress: the hog kernel could not start\n");
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-        for (int i = 0; i < n; i++) host[i] = (float)((i + rank + tag) % 7);
-        uint64_t r = next(&mine);
-        if (late_input && (r >> 8) % 4 == 0) {
-            cudaMemcpy(early, host, (size_t)n * sizeof *host, cudaMemcpyHostToDevice);
-            if (late_copy_start(dev, early, (size_t)n * sizeof *host, 20e-6) < 0) {
-                fprintf(stderr, "stress: the late-input kernel could not start\n");
+    for (long it = 0; it < iters;) {
+        /* Sizes and batches from a sequence every rank shares; delays and
+         * completion calls from its own. */
+        int batch = batch_max > 1 ? 1 + (int)(next(&shared) % (uint64_t)batch_max) : 1, ns[MAX_BATCH], tags[MAX_BATCH];
+        if (batch > iters - it) batch = (int)(iters - it);
+        MPI_Request reqs[MAX_BATCH];
+        for (int j = 0; j < batch; j++) {
+            int n = ns[j] = medium ? 16385 + (int)(next(&shared) % (max_n - 16384))
+                                   : 1 + (int)(next(&shared) % (next(&shared) % 8 == 0 && !small ? max_n : 4096));
+            int tag = tags[j] = (int)((it + j) % 1000);
+            dev = devs[j];
+            if (hog > 0 && rank == 0 && (it + j == 0 || it + j == iters / 2) && hog_start(0.5, hog) < 0) {
+                fprintf(stderr, "stress: the hog kernel could not start\n");
                 MPI_Abort(MPI_COMM_WORLD, 1);
             }
-            late_calls++;
-        } else {
-            cudaMemcpy(dev, host, (size_t)n * sizeof *host, cudaMemcpyHostToDevice);
-            if (input_ready) cudaStreamSynchronize(cudaStreamLegacy);
+            for (int i = 0; i < n; i++) host[i] = (float)((i + rank + tag) % 7);
+            uint64_t r = next(&mine);
+            if (late_input && (r >> 8) % 4 == 0) {
+                cudaMemcpy(early, host, (size_t)n * sizeof *host, cudaMemcpyHostToDevice);
+                if (late_copy_start(dev, early, (size_t)n * sizeof *host, 20e-6) < 0) {
+                    fprintf(stderr, "stress: the late-input kernel could not start\n");
+                    MPI_Abort(MPI_COMM_WORLD, 1);
+                }
+                late_calls++;
+            } else {
+                cudaMemcpy(dev, host, (size_t)n * sizeof *host, cudaMemcpyHostToDevice);
+                if (input_ready) cudaStreamSynchronize(cudaStreamLegacy);
+            }
+            if (r % 16 == 0) {
+                struct timespec ts = {0, (long)(r >> 40) % 200000};  /* up to 200 us late */
+                nanosleep(&ts, NULL);
+            }
+            if (nonblocking) MPI_Iallreduce(MPI_IN_PLACE, dev, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &reqs[j]);
+            else MPI_Allreduce(MPI_IN_PLACE, dev, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         }
-        if (r % 16 == 0) {
-            struct timespec ts = {0, (long)(r >> 40) % 200000};  /* up to 200 us late */
-            nanosleep(&ts, NULL);
+        if (nonblocking) {
+            uint64_t r = next(&mine);
+            if (r % 4 == 0) {
+                struct timespec ts = {0, (long)(r >> 40) % 100000};  /* up to 100 us before completing */
+                nanosleep(&ts, NULL);
+            }
+            int flag = 0, index, out, idx[MAX_BATCH], order[MAX_BATCH];
+            switch ((r >> 8) % 5) {
+            case 0: MPI_Waitall(batch, reqs, MPI_STATUSES_IGNORE); break;
+            case 1:
+                for (int j = 0; j < batch; j++) order[j] = j;
+                for (int j = batch - 1; j > 0; j--) {
+                    int k = (int)(next(&mine) % (uint64_t)(j + 1)), t = order[j];
+                    order[j] = order[k];
+                    order[k] = t;
+                }
+                for (int j = 0; j < batch; j++) MPI_Wait(&reqs[order[j]], MPI_STATUS_IGNORE);
+                break;
+            case 2:
+                for (;;) {
+                    MPI_Testany(batch, reqs, &index, &flag, MPI_STATUS_IGNORE);
+                    if (flag && index == MPI_UNDEFINED) break;
+                }
+                break;
+            case 3:
+                for (out = 0; out != MPI_UNDEFINED;) MPI_Waitsome(batch, reqs, &out, idx, MPI_STATUSES_IGNORE);
+                break;
+            default:
+                while (!flag) MPI_Testall(batch, reqs, &flag, MPI_STATUSES_IGNORE);
+            }
+            for (int j = 0; j < batch; j++)
+                if (reqs[j] != MPI_REQUEST_NULL) bad++;  /* a completion call left it */
         }
-        MPI_Allreduce(MPI_IN_PLACE, dev, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        cudaMemcpy(host, dev, (size_t)n * sizeof *host, cudaMemcpyDeviceToHost);
-        for (int i = 0; i < n; i++) {
-            float want = 0;
-            for (int q = 0; q < size; q++) want += (float)((i + q + tag) % 7);
-            if (host[i] != want) { bad++; break; }
+        for (int j = 0; j < batch; j++) {
+            cudaMemcpy(host, devs[j], (size_t)ns[j] * sizeof *host, cudaMemcpyDeviceToHost);
+            for (int i = 0; i < ns[j]; i++) {
+                float want = 0;
+                for (int q = 0; q < size; q++) want += (float)((i + q + tags[j]) % 7);
+                if (host[i] != want) { bad++; break; }
+            }
         }
+        it += batch;
     }
     har_counters(after, 64);
     long served = iters;  /* calls that took every expected path */
@@ -154,7 +213,7 @@ int main(int argc, char **argv)
         printf("stress: %d ranks, %ld calls each (seed %llu): %ld wrong results, expected paths on every call: %s; "
                "%ld calls with late input, %ld served by resident grids (all ranks)\n",
                size, iters, (unsigned long long)seed, sums[0], sums[1] ? "NO" : "yes", sums[2], sums[3]);
-    cudaFree(dev);
+    for (int j = 0; j < batch_max; j++) cudaFree(devs[j]);
     cudaFree(early);
     free(host);
     MPI_Comm_free(&node);

@@ -5,7 +5,7 @@
  * rank computes alone, and the bytes between elements of derived types
  * left as they were.
  *
- * requests CASE [--device] [--expect staged|untouched] [--seed N] [--rounds N]
+ * requests CASE [--device] [--expect staged|untouched|har:PATH] [--seed N] [--rounds N]
  *   inflight    5 all-reduces of different types, counts and ops at once,
  *               beside a ring of Isend/Irecv, per round
  *   deadlock    rank 0 posts MPI_Iallreduce then MPI_Send, rank 1 MPI_Recv
@@ -17,7 +17,11 @@
  *   badargs     bad arguments under MPI_ERRORS_RETURN: prints each call's
  *               error class (the test compares them with the MPI's own)
  * --expect: har's counters say every all-reduce of this rank was staged, or
- * none was (and that each reached har's wrapper). */
+ * none was (and that each reached har's wrapper); har:PATH: a blocking
+ * MPI_Allreduce first sets har up on each communicator, and then har
+ * itself serves, by PATH, every MPI_Iallreduce of a predefined type and op
+ * (the derived types' stay the MPI's, unstaged on host buffers, staged on
+ * device buffers, in the same completion calls). */
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -33,6 +37,8 @@
 #endif
 
 static long long posted, posted_init;  /* this rank's calls, for the counters */
+static long long posted_own, setups;   /* --expect har:PATH: calls of predefined types and ops, and set-up calls */
+static int set_up;                     /* --expect har:PATH */
 static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Rank r's element i of slot j in round k: small integers, so that sums
@@ -168,8 +174,25 @@ static int slot_post(slot_t *s, MPI_Comm comm, MPI_Request *req)
 {
     pthread_mutex_lock(&count_lock);
     posted++;
+    posted_own += s->kind != S_VECTOR && s->kind != S_RESIZED;
     pthread_mutex_unlock(&count_lock);
     return MPI_Iallreduce(s->sbuf ? s->sbuf : MPI_IN_PLACE, s->rbuf, s->count, s->type, slot_op(s), comm, req);
+}
+
+/* --expect har:PATH: har sets up on a communicator at a blocking call,
+ * on the kind of buffers the case uses. */
+static void setup_comm(MPI_Comm comm)
+{
+    if (!set_up) return;
+    slot_t s;
+    slot_make(&s, S_INT_SUM, 16);
+    slot_fill(&s, 0, 0);
+    MPI_Allreduce(s.sbuf, s.rbuf, s.count, s.type, MPI_SUM, comm);
+    slot_check(&s, 0, 0, "the set-up call");
+    slot_free(&s);
+    pthread_mutex_lock(&count_lock);
+    setups++;
+    pthread_mutex_unlock(&count_lock);
 }
 
 /* ---- completing an array of requests, nine ways ------------------------- */
@@ -316,6 +339,7 @@ static void inflight(MPI_Comm comm, int rounds)
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
+    setup_comm(comm);
     r.ring_n = 100;
     r.ring_in = malloc(r.ring_n * sizeof(int));
     r.ring_out = malloc(r.ring_n * sizeof(int));
@@ -357,6 +381,7 @@ static void on_alarm(int sig)
 
 static void deadlock(void)
 {
+    setup_comm(MPI_COMM_WORLD);
     signal(SIGALRM, on_alarm);
     alarm(30);
     slot_t s;
@@ -397,6 +422,7 @@ static int mpich_underneath(void)
 #ifdef ALLREDUCE_INIT
 static void persistent(int rounds)
 {
+    setup_comm(MPI_COMM_WORLD);
     for (int life = 0; life < 2; life++) {  /* made, used, freed; then made again */
         slot_t p[2], q;
         MPI_Request reqs[4];
@@ -498,7 +524,7 @@ int main(int argc, char **argv)
     prog = "requests";
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--device")) on_device = 1;
-        else if (!strcmp(argv[i], "--expect") && i + 1 < argc) expect = argv[++i];
+        else if (!strcmp(argv[i], "--expect") && i + 1 < argc) set_up = !strncmp(expect = argv[++i], "har:", 4);
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = (unsigned)strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else {
@@ -550,14 +576,21 @@ int main(int argc, char **argv)
             MPI_Comm_free(&a[t].comm);
         }
     } else {
-        fprintf(stderr, "usage: requests inflight|deadlock|persistent|threads|badargs [--device] [--expect staged|untouched]"
+        fprintf(stderr, "usage: requests inflight|deadlock|persistent|threads|badargs [--device] [--expect staged|untouched|har:PATH]"
                         " [--seed N] [--rounds N]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     check_stage_state("at the end");
     long long seen = counter("iallreduce"), staged = counter("iallreduce_staged");
     long long seen_init = counter("allreduce_init"), staged_init = counter("allreduce_init_staged");
-    if (expect) {
+    if (set_up) {
+        long long by = counter(expect + 4);
+        long long others = on_device ? posted - posted_own : 0;  /* the derived types' */
+        if (seen != posted || staged != others || by != posted_own + setups)
+            FAIL("expected %s: har counted %lld MPI_Iallreduce (this rank made %lld), staged %lld (not %lld), and %lld "
+                 "calls by %s where %lld of predefined types and %lld set-up calls were made", expect, seen, posted,
+                 staged, others, by, expect + 4, posted_own, setups);
+    } else if (expect) {
         int want_staged = !strcmp(expect, "staged");
         if (seen != posted || seen_init != posted_init)
             FAIL("har counted %lld MPI_Iallreduce and %lld persistent inits, this rank made %lld and %lld", seen,

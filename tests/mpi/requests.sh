@@ -8,7 +8,8 @@
 # flight beside point-to-point requests, completed by each completion call
 # in a random order; rank 0's MPI_Iallreduce before its MPI_Send, rank 1's
 # after its MPI_Recv; persistent requests started, freed, made again;
-# threads. Bad arguments get the MPI's own errors on either path.
+# threads. The same cases with har serving the calls itself (the test
+# build's engine). Bad arguments get the MPI's own errors on either path.
 . "$top_srcdir/tests/lib.sh"
 plain="$bin/mpi/requests_plain"
 linked="$bin/mpi/requests"
@@ -42,6 +43,18 @@ for case in inflight deadlock persistent threads; do
     run_case "$case: HAR_TEST_STAGE=1, every call staged, results right" \
         env HAR_TEST_STAGE=1 $mpi 3 "$linked" $case --seed $seed --expect staged
 done
+
+# har's own non-blocking calls, where no GPU is: the test build's engine
+# (HAR_ALGO=fake) starts MPI_Iallreduce on a communicator a blocking call
+# set up, and its requests (generalized requests har completes) mix with
+# the MPI's in every completion call; 3 of the 5 calls a round are its own,
+# so more than two are in flight on one communicator.
+for case in inflight deadlock persistent threads; do
+    run_case "$case: HAR_ALGO=fake after a blocking call: har serves every MPI_Iallreduce of a predefined type itself" \
+        env HAR_ALGO=fake $mpi 3 "$linked" $case --seed $seed --expect har:fake
+done
+check_fails "--expect har:fake fails where the MPI served the calls" "expected har:fake" \
+    $mpi 2 "$linked" inflight --rounds 2 --seed $seed --expect har:fake
 
 # The counters are in the HAR_VERBOSE=1 line at MPI_Finalize.
 env LD_PRELOAD="$lib" HAR_VERBOSE=1 $mpi 2 "$plain" inflight --rounds 4 --seed $seed > "$tmp/out" 2>&1
