@@ -355,6 +355,18 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
     return plan_at_arrival(c, call, no, in, &host, plan);
 }
 
+/* Under MPI_THREAD_MULTIPLE the kernels' non-blocking calls are not
+ * started (the MPI's serve them): several threads' calls on several
+ * communicators at once hung or faulted on one GPU under MPS (not
+ * understood; docs/LIMITATIONS.md). Every rank of a job asks for the same
+ * level in practice, so all decide alike. */
+static int thread_multiple(void)
+{
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    return level == MPI_THREAD_MULTIPLE;
+}
+
 har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan,
                             har_pending_t **pending)
 {
@@ -371,7 +383,8 @@ har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, ha
     har_plan_in_t in = plan_in(c, call, forced);
     *plan = har_plan(&in, &c->set);  /* offers only engines not failed */
     int anywhere = plan->engine != HAR_PATH_MPI && har_engine_set()->by_path[plan->engine]->starts_anywhere;
-    if ((!anywhere && (!c->surveyed || !ahead_plan(c, in, plan))) || !har_engines[plan->engine]->start) {
+    if ((!anywhere && (!c->surveyed || thread_multiple() || !ahead_plan(c, in, plan))) ||
+        !har_engines[plan->engine]->start) {
         mpi_plan(plan);
         return HAR_OK;
     }
