@@ -16,6 +16,11 @@
  *           attached and died, it is.
  *  named    the fallback's named segment left by a creator that died before
  *           unlinking it is removed by har_seg_clean; a live one is not.
+ *  records  har_node_records_differ (comm/failure.c), as a rank testing a
+ *           call gone ahead runs it: a peer's record of the same call that
+ *           differs is found; one not yet posted and one of a later call
+ *           (the peer ended this one: non-blocking calls run two ahead) are
+ *           not.
  *
  * The anonymous segments leave nothing in /dev/shm.
  * Usage: test_seg [SEED]. Exit 0 on success, 1 on failure, 77 when this
@@ -34,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "plan/plan.h"
+#include "comm/node.h"
+#include "comm/failure.h"
 #include "core/log.h"
 #include "host/segment.h"
 #include "host/reduce.h"
@@ -493,6 +500,46 @@ static void test_late(void)
     har_seg_detach(&seg);
 }
 
+/* ---- a peer's posted record, as a call gone ahead reads it ------------------- */
+
+static void test_records(void)
+{
+    int fd = har_seg_create(2, 4096);
+    har_node_t node;
+    har_seg_t peer;
+    har_peer_t peers[2] = {{.comm_rank = 0, .world_rank = 0}, {.comm_rank = 1, .world_rank = 1}};
+    memset(&node, 0, sizeof node);
+    if (fd < 0 || har_seg_attach(&node.seg, dup(fd), 0) != HAR_OK || har_seg_attach(&peer, fd, 1) != HAR_OK) {
+        FAIL("cannot make and attach a segment");
+        return;
+    }
+    node.local_size = 2;
+    node.peers = peers;
+    const uint64_t no = 4;
+    har_arrival_t mine = {.count = 10, .call = (uint32_t)no, .type = 3, .op = 0};
+    har_ctl_t *me = har_seg_ctl(&node.seg, 0), *them = har_seg_ctl(&node.seg, 1);
+    me->arrival[no & 1] = mine;
+    har_seg_signal(&node.seg);  /* this rank posted call 4 */
+    har_arrival_t other = mine;
+    other.count = 99;
+    them->arrival[no & 1] = other;  /* not posted yet: its epoch is behind */
+    if (har_node_records_differ(&node, no, "test") != HAR_OK) FAIL("a record not yet posted was compared");
+    them->arrival[no & 1] = mine;
+    har_seg_signal(&peer);
+    if (har_node_records_differ(&node, no, "test") != HAR_OK) FAIL("the same call was taken for a different one");
+    other.call = (uint32_t)no + 2;  /* the peer ended call 4 and posted call 6 in its place */
+    them->arrival[no & 1] = other;
+    har_seg_signal(&peer);
+    har_seg_signal(&peer);
+    if (har_node_records_differ(&node, no, "test") != HAR_OK) FAIL("a later call's record was taken for this one's");
+    other.call = (uint32_t)no;  /* the same call, another count */
+    them->arrival[no & 1] = other;
+    if (har_node_records_differ(&node, no, "test") != HAR_ERR_TRUNCATE) FAIL("a peer's differing count was not found");
+    close(fd);
+    har_seg_detach(&peer);
+    har_seg_detach(&node.seg);
+}
+
 /* ---- the named fallback: nothing stale survives ----------------------------- */
 
 /* A child makes a named segment and dies before unlinking it (the moment a
@@ -557,12 +604,13 @@ int main(int argc, char **argv)
     test_death(&death_s);
     test_timeout(&timeout_s);
     test_late();
+    test_records();
     long after = har_entries();
     if (after > before) FAIL("the anonymous segments left %ld entries in /dev/shm", after - before);
     test_named();
 
     printf("test_seg: %s: happy %d ranks x %" PRIu64 " epochs in %.2f s, death handled in %.2f s, "
-           "timeout in %.2f s, late peer not taken for dead, stale named segment cleaned (seed %" PRIu64 ")\n", failures ? "FAIL" : "ok",
+           "timeout in %.2f s, late peer not taken for dead, peers' records compared, stale named segment cleaned (seed %" PRIu64 ")\n", failures ? "FAIL" : "ok",
            HAPPY_RANKS, epochs, happy_s, death_s, timeout_s, seed);
     return failures ? 1 : 0;
 }
