@@ -6,7 +6,9 @@
 ! round by another call; then one persistent all-reduce started on new data
 ! each round; results checked against a reference; har's counters read
 ! through its C API. Argument: "staged" or "untouched" (what the counters
-! must show).
+! must show), or "har" (a blocking MPI_ALLREDUCE first, then har itself
+! serves every MPI_IALLREDUCE: under HAR_ALGO=fake, the test build's
+! engine).
 ! Preprocessed (-cpp): -DF08 builds it against `use mpi_f08` (some calls
 ! without their OPTIONAL ierror), else against mpif.h; -DALLREDUCE_INIT=
 ! names the persistent all-reduce (MPI_ALLREDUCE_INIT, or Open MPI 4.1's
@@ -50,12 +52,19 @@ program frequests
     logical :: flag, flags(nreq)
     integer(c_long_long) :: values(256)
     character(len=16) :: expect
-    integer :: seen, staged, ncount, pseen, pstaged
+    integer :: seen, staged, ncount, pseen, pstaged, by, one
 
     call get_command_argument(1, expect)
     call MPI_INIT(ierr)
     call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
     call MPI_COMM_SIZE(MPI_COMM_WORLD, size, ierr)
+    if (trim(expect) == 'har') then
+        ! a blocking call sets har up on the communicator: har serves the
+        ! MPI_IALLREDUCE calls itself after it (HAR_ALGO=fake)
+        one = 1
+        call MPI_ALLREDUCE(MPI_IN_PLACE, one, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+        if (one /= size) print '(a,i0,a,i0)', 'FAIL rank ', rank, ': the set-up call gave ', one
+    end if
     bad = 0
     posted = 0
     do k = 0, rounds - 1
@@ -184,6 +193,14 @@ program frequests
     if (seen /= posted) then
         print '(a,i0,a,i0,a,i0)', 'FAIL rank ', rank, ': har counted ', seen, ' MPI_IALLREDUCE of ', posted
         bad = bad + 1
+    end if
+    if (trim(expect) == 'har') then
+        by = int(values(har_counter_index("fake" // c_null_char) + 1))
+        if (by /= posted + 1 .or. staged /= 0) then
+            print '(a,i0,a,i0,a,i0,a,i0)', 'FAIL rank ', rank, ': expected har: ', by, ' calls by fake of ', &
+                posted + 1, ', staged ', staged
+            bad = bad + 1
+        end if
     end if
     if ((trim(expect) == 'staged' .and. staged /= posted) .or. (trim(expect) == 'untouched' .and. staged /= 0)) then
         print '(a,i0,a,a,a,i0,a,i0)', 'FAIL rank ', rank, ': expected ', trim(expect), ': ', staged, ' staged of ', posted
