@@ -304,6 +304,7 @@ int har_iallreduce_start(const void *sbuf, void *rbuf, har_count_t count, MPI_Da
     if (st == HAR_OK) {
         *rc = har_request_native(pending, comm, req);
     } else {
+        *req = MPI_REQUEST_NULL;
         st = har_comm_fail(c, st);
         *rc = har_error_code(st);
         PMPI_Comm_call_errhandler(comm, *rc);

@@ -230,8 +230,10 @@ static int advance(har_pending_t *p)
     if (!atomic_load(&p->ended) && har_engines[p->engine]->test(p->op, &st)) {
         if (c->open[p->no & 1] == p) c->open[p->no & 1] = NULL;
         if (st != HAR_OK) {
+            uint64_t now = c->node.call;
             c->node.call = p->no;  /* the failure is this call's */
             st = har_comm_fail(c, st);
+            c->node.call = now;
         }
         p->st = st;
         p->c = NULL;
@@ -324,6 +326,7 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
 
     uint64_t no = node->call = c->calls++;
     end_older(c, no, 1);
+    if (c->mode == HAR_COMM_FAILED) return HAR_ERR_PEER_FAILED;  /* the call it waited for failed */
     if (!c->cuda_node) {
         uint64_t from = atomic_load(&hdr->cuda_from_call);
         if (from <= no) {
@@ -390,6 +393,7 @@ har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, ha
     }
     uint64_t no = node->call = c->calls++;
     end_older(c, no, 1);
+    if (c->mode == HAR_COMM_FAILED) return HAR_ERR_PEER_FAILED;  /* the call it waited for failed */
     if (!anywhere && !goes_ahead(c, call)) {
         /* Its buffers are elsewhere: it joins at the arrival and serves the
          * call before returning, as a blocking call would. */

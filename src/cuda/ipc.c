@@ -829,7 +829,9 @@ static int ipc_test(void *op, har_status_t *st)
     } else if (r < 0) {
         *st = har_gpu_check(-r, "device");
     } else {
-        *st = recorded_difference(w);
+        /* Ended, unless stopped: a failure found by the other call in
+         * flight stops every kernel of this engine. */
+        *st = har_node_failed(w->node) ? HAR_ERR_PEER_FAILED : recorded_difference(w);
     }
     d->open_ops--;
     free(o);

@@ -19,7 +19,7 @@ typedef struct entry {
     MPI_Request req;
     har_stage_t stage;
     har_pending_t *own;  /* har serves it: req is a generalized request completed when `own` ends */
-    int own_rc;          /* then its code, which the request's status carries */
+    int *own_rc;         /* then its code, which the request's status carries: the MPI's to free */
     MPI_Comm comm;
     int persistent, state;
     int busy;  /* a completion call holds it: a lookup skips it (its handle may be a new request's) */
@@ -49,15 +49,19 @@ static void insert(entry_t *e)
  * holds. */
 static int own_query(void *extra, MPI_Status *status)
 {
-    const entry_t *e = extra;  /* NULL: served before the call returned */
+    const int *rc = extra;  /* the request's own: the MPI may ask after har's entry is gone */
     PMPI_Status_set_elements(status, MPI_BYTE, 0);
     PMPI_Status_set_cancelled(status, 0);
     status->MPI_SOURCE = MPI_UNDEFINED;
     status->MPI_TAG = MPI_UNDEFINED;
-    status->MPI_ERROR = e ? e->own_rc : MPI_SUCCESS;
-    return status->MPI_ERROR;
+    status->MPI_ERROR = *rc;
+    return *rc;
 }
-static int own_free(void *extra) { (void)extra; return MPI_SUCCESS; }
+static int own_free(void *extra)
+{
+    free(extra);
+    return MPI_SUCCESS;
+}
 static int own_cancel(void *extra, int complete) { (void)extra; (void)complete; return MPI_SUCCESS; }
 
 /* Has e's call ended? If so, its request is completed for the MPI. */
@@ -66,7 +70,7 @@ static int own_ended(entry_t *e)
     if (!e->own || e->state != ACTIVE) return 1;
     har_status_t st;
     if (!har_pending_test(e->own, &st)) return 0;
-    e->own_rc = har_error_code(st);
+    *e->own_rc = har_error_code(st);
     e->state = DONE;
     PMPI_Grequest_complete(e->req);
     return 1;
@@ -74,30 +78,28 @@ static int own_ended(entry_t *e)
 
 int har_request_native(har_pending_t *pending, MPI_Comm comm, MPI_Request *req)
 {
+    int *rc_of = calloc(1, sizeof *rc_of);
     entry_t *e = pending ? calloc(1, sizeof *e) : NULL;
-    int rc = PMPI_Grequest_start(own_query, own_free, own_cancel, e, req);
-    if (rc == MPI_SUCCESS && !e) {
-        /* Served already (or no memory for an entry: then it ends here). */
+    int rc = rc_of ? PMPI_Grequest_start(own_query, own_free, own_cancel, rc_of, req) : MPI_ERR_NO_MEM;
+    if (rc != MPI_SUCCESS) free(rc_of);
+    if (rc != MPI_SUCCESS || !e) {
+        /* Served already, or no request could be made (then the call,
+         * which runs on the peers too, ends here first). */
         har_status_t st = HAR_OK;
         while (pending && !har_pending_test(pending, &st)) sched_yield();
         if (pending) har_pending_free(pending);
-        if (st != HAR_OK) {
-            rc = har_error_code(st);
-            PMPI_Comm_call_errhandler(comm, rc);
-        }
-        PMPI_Grequest_complete(*req);
-        return rc;
-    }
-    if (rc != MPI_SUCCESS) {
-        /* The call runs on the peers too: it ends here before the error. */
-        har_status_t st;
-        while (pending && !har_pending_test(pending, &st)) sched_yield();
-        if (pending) har_pending_free(pending);
         free(e);
-        return rc;
+        if (rc == MPI_SUCCESS && st != HAR_OK) {
+            *rc_of = har_error_code(st);
+            PMPI_Comm_call_errhandler(comm, *rc_of);
+        }
+        if (rc == MPI_SUCCESS) PMPI_Grequest_complete(*req);
+        else *req = MPI_REQUEST_NULL;
+        return rc == MPI_SUCCESS ? *rc_of : rc;
     }
     e->req = *req;
     e->own = pending;
+    e->own_rc = rc_of;
     e->comm = comm;
     e->state = ACTIVE;
     insert(e);
