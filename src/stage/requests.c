@@ -251,7 +251,8 @@ static int own_progress(int n, entry_t *e[])
 /* A wait among whose requests har's own calls still run cannot block in
  * the MPI, which would never see them complete: it tests them and the
  * MPI's requests in turn (so that the MPI's keep moving: a peer may need
- * them to reach har's call), with the test of the same form. */
+ * them to reach har's call), with the test of the same form (MPI_Waitall:
+ * a probe). */
 
 int har_staged_wait(MPI_Request *req, MPI_Status *status)
 {
@@ -303,7 +304,9 @@ int har_staged_waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 {
     room_t r;
     if (!claim_all(&r, n, reqs, 1, statuses)) return PMPI_Waitall(n, reqs, statuses);
-    for (int flag; !own_progress(n, r.e);) PMPI_Testall(n, reqs, &flag, r.st);  /* false: nothing completes */
+    /* Not MPI_Testall, which MPICH 4 fails with a persistent collective
+     * among the requests: a probe moves the MPI's progress as well. */
+    for (int flag; !own_progress(n, r.e);) PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
     int rc = settle_all(n, reqs, r.e, r.st, PMPI_Waitall(n, reqs, r.st), 1);
     unroom(&r);
     return rc;
