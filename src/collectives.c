@@ -55,7 +55,7 @@ static int ask(har_coll_t coll, int need, int nonblocking, har_stage_ask_t *a, c
     if (how == HAR_STAGE_STAGED) har_count_coll(coll, 1);                                                    \
     if (how == HAR_STAGE_FAILED) return har_stage_error(&s)
 #define S(i, p) har_staged(&s, i, p)
-#define DONE(rc) (req ? har_request_post(slot, &s, rc, req, 0) : har_stage_finish(&s, rc))
+#define DONE(rc) (req ? har_request_post(slot, &s, rc, req) : har_stage_finish(&s, rc))
 
 /* A staged request's place in the table, before the MPI is called:
  * HAR_STAGE_STAGED, or 0 (no memory: the copies go back). */
@@ -98,7 +98,7 @@ int har_iallreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype
     STAGED_BUFFERS();
     int rc = BY_BINDING(PMPI_Iallreduce(sbuf, rbuf, I(count), type, op, comm, req),
                         PMPI_Iallreduce_c(sbuf, rbuf, count, type, op, comm, req));
-    return how == HAR_STAGE_STAGED ? har_request_post(slot, &s, rc, req, 0) : rc;
+    return how == HAR_STAGE_STAGED ? har_request_post(slot, &s, rc, req) : rc;
 }
 
 #ifdef HAR_HAVE_ALLREDUCE_INIT
@@ -111,7 +111,7 @@ int har_allreduce_init(const void *sbuf, void *rbuf, har_count_t count, MPI_Data
                        MPI_Comm comm, MPI_Info info, MPI_Request *req, har_binding_t binding)
 {
     /* The host copies are made now and kept until the request is freed;
-     * the input is copied in at each start. */
+     * the input is copied in at each start the MPI serves. */
     har_stage_t s;
     har_stage_ask_t a;
     void *slot = NULL;
@@ -120,13 +120,20 @@ int har_allreduce_init(const void *sbuf, void *rbuf, har_count_t count, MPI_Data
         a.copy_in = 0;
         how = har_plan_allreduce(&s, &a, sbuf, rbuf, count, type);
     }
-    if (how == HAR_STAGE_STAGED && !reserve(&s, &slot)) how = HAR_STAGE_FAILED;
+    struct har_call *call = how != HAR_STAGE_FAILED ? har_persistent_describe(sbuf, rbuf, count, type, op, comm) : NULL;
+    if ((how == HAR_STAGE_STAGED || call) && !(slot = har_request_reserve())) {
+        har_log(HAR_LOG_ERROR, "no memory for a persistent all-reduce's request");
+        free(call);
+        if (how == HAR_STAGE_STAGED) har_stage_release(&s);
+        PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM);
+        return MPI_ERR_NO_MEM;
+    }
     if (how == HAR_STAGE_FAILED) return har_stage_error(&s);
     if (how == HAR_STAGE_STAGED) har_count_coll(HAR_COLL_ALLREDUCE_INIT, 1);
     STAGED_BUFFERS();
     int rc = BY_BINDING(ALLREDUCE_INIT(sbuf, rbuf, I(count), type, op, comm, info, req),
                         PMPI_Allreduce_init_c(sbuf, rbuf, count, type, op, comm, info, req));
-    return how == HAR_STAGE_STAGED ? har_request_post(slot, &s, rc, req, 1) : rc;
+    return slot ? har_request_persistent(slot, how == HAR_STAGE_STAGED ? &s : NULL, call, comm, rc, req) : rc;
 }
 #endif
 

@@ -13,7 +13,7 @@
 #include "host/reduce.h"
 
 /* One all-reduce, as this rank sees it. */
-typedef struct {
+typedef struct har_call {
     const char *in;                 /* == out for MPI_IN_PLACE */
     char *out;
     size_t count;

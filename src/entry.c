@@ -279,9 +279,33 @@ int har_allreduce_count(const void *sbuf, void *rbuf, har_count_t count, MPI_Dat
     return rc;
 }
 
-/* MPI_Iallreduce: har starts it where every rank does (comm/call.h's
- * har_comm_start), on a communicator a blocking call set up; 0 when the
- * MPI's non-blocking call is to serve it. */
+/* A non-blocking call har may serve: started where every rank starts it
+ * (comm/call.h's har_comm_start), on a communicator a blocking call set
+ * up. `what` names the call for the counters' trace. */
+static har_start_t start(har_comm_t *c, har_call_t *call, MPI_Comm comm, const char *what, har_pending_t **pending,
+                         int *rc)
+{
+    inside_har = 1;
+    har_note_clear();
+    har_plan_t plan;
+    int forced = __atomic_load_n(&algo_override, __ATOMIC_RELAXED);
+    *pending = NULL;
+    har_status_t st = har_comm_start(c, call, forced >= 0 ? (unsigned)forced : c->set.algo, &plan, pending);
+    if (st == HAR_OK && plan.engine == HAR_PATH_MPI) {
+        inside_har = 0;
+        return HAR_START_MPI;
+    }
+    *rc = MPI_SUCCESS;
+    if (st != HAR_OK) {
+        st = har_comm_fail(c, st);
+        *rc = har_error_code(st);
+        PMPI_Comm_call_errhandler(comm, *rc);
+    }
+    *rc = served_by(HAR_BIT(SEEN) | plan.paths, what, (har_count_t)call->count, comm, *rc);
+    inside_har = 0;
+    return st == HAR_OK ? HAR_START_OWN : HAR_START_FAILED;
+}
+
 int har_iallreduce_start(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
                          MPI_Comm comm, MPI_Request *req, int *rc)
 {
@@ -291,27 +315,39 @@ int har_iallreduce_start(const void *sbuf, void *rbuf, har_count_t count, MPI_Da
     if (!describe(&call, sbuf, rbuf, count, type, op, comm) || !(c = har_comm_peek(comm)) ||
         c->mode == HAR_COMM_FORWARDED)
         return 0;
-    inside_har = 1;
-    har_note_clear();
-    har_plan_t plan;
-    har_pending_t *pending = NULL;
-    int forced = __atomic_load_n(&algo_override, __ATOMIC_RELAXED);
-    har_status_t st = har_comm_start(c, &call, forced >= 0 ? (unsigned)forced : c->set.algo, &plan, &pending);
-    if (st == HAR_OK && plan.engine == HAR_PATH_MPI) {
-        inside_har = 0;
+    har_pending_t *pending;
+    switch (start(c, &call, comm, "MPI_Iallreduce", &pending, rc)) {
+    case HAR_START_MPI:
         return 0;
-    }
-    if (st == HAR_OK) {
-        *rc = har_request_native(pending, comm, req);
-    } else {
+    case HAR_START_FAILED:
         *req = MPI_REQUEST_NULL;
-        st = har_comm_fail(c, st);
-        *rc = har_error_code(st);
-        PMPI_Comm_call_errhandler(comm, *rc);
+        return 1;
+    case HAR_START_OWN: {
+        int made = har_request_native(pending, comm, req);
+        if (*rc == MPI_SUCCESS) *rc = made;
+        return 1;
     }
-    *rc = served_by(HAR_BIT(SEEN) | plan.paths, "MPI_Iallreduce", count, comm, *rc);
-    inside_har = 0;
-    return 1;
+    }
+    return 0;
+}
+
+har_call_t *har_persistent_describe(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
+                                    MPI_Comm comm)
+{
+    if (inside_har || !har_entry_ready()) return NULL;
+    har_call_t *call = malloc(sizeof *call);
+    if (call && describe(call, sbuf, rbuf, count, type, op, comm)) return call;
+    free(call);  /* no memory: its starts are the MPI's */
+    return NULL;
+}
+
+har_start_t har_persistent_start(const har_call_t *described, MPI_Comm comm, har_pending_t **pending, int *rc)
+{
+    if (inside_har || !har_entry_ready()) return HAR_START_MPI;
+    har_comm_t *c = har_comm_peek(comm);
+    if (!c || c->mode == HAR_COMM_FORWARDED) return HAR_START_MPI;
+    har_call_t call = *described;  /* the plan marks up its copy */
+    return start(c, &call, comm, "MPI_Start", pending, rc);
 }
 
 int har_machine_class(MPI_Comm comm, int device, char *buf, int len)

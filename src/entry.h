@@ -24,4 +24,18 @@ HAR_HIDDEN int har_allreduce_count(const void *sbuf, void *rbuf, har_count_t cou
 HAR_HIDDEN int har_iallreduce_start(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
                                     MPI_Comm comm, MPI_Request *req, int *rc);
 
+/* The persistent all-reduce (stage/requests.c keeps its request). At its
+ * making: the call described once for every start, or NULL where har
+ * cannot serve it (every start is the MPI's). */
+struct har_call;
+HAR_HIDDEN struct har_call *har_persistent_describe(const void *sbuf, void *rbuf, har_count_t count,
+                                                   MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+/* At each MPI_Start: whether har serves this start, decided as for
+ * MPI_Iallreduce (every rank alike). HAR_START_OWN: har's call in *pending
+ * (NULL: it ended before returning), its code in *rc; HAR_START_FAILED: it
+ * failed at its start (*rc); HAR_START_MPI: the MPI's request serves it. */
+typedef enum { HAR_START_MPI, HAR_START_OWN, HAR_START_FAILED } har_start_t;
+struct har_pending;
+HAR_HIDDEN har_start_t har_persistent_start(const struct har_call *call, MPI_Comm comm, struct har_pending **pending,
+                                            int *rc);
 #endif

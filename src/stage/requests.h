@@ -24,10 +24,17 @@ static inline int har_requests_none(void) { return __builtin_expect(!__atomic_lo
  * request posted without one could never be finished); NULL when memory
  * ran out. */
 HAR_HIDDEN void *har_request_reserve(void);
-/* After the MPI's non-blocking (persistent: its _init) call on the staged
- * buffers returned rc: the request takes its place in the table with the
- * staging in s; on failure the place and the copies go back. Returns rc. */
-HAR_HIDDEN int har_request_post(void *slot, har_stage_t *s, int rc, MPI_Request *req, int persistent);
+/* After the MPI's non-blocking call on the staged buffers returned rc: the
+ * request takes its place in the table with the staging in s; on failure
+ * the place and the copies go back. Returns rc. */
+HAR_HIDDEN int har_request_post(void *slot, har_stage_t *s, int rc, MPI_Request *req);
+/* After the MPI's persistent all-reduce _init returned rc: the request
+ * takes its place in the table, with its staging (s; NULL: none) and,
+ * where har may serve its starts, its call (from har_persistent_describe;
+ * the table owns it). On failure what was given goes back. Returns rc. */
+struct har_call;
+HAR_HIDDEN int har_request_persistent(void *slot, har_stage_t *s, struct har_call *call, MPI_Comm comm, int rc,
+                                      MPI_Request *req);
 
 /* A request for har's own non-blocking call: `pending` as har_comm_start
  * started it, or NULL where the call was served before returning. The

@@ -40,7 +40,10 @@
  * call: nothing progresses the MPI meanwhile but the MPI itself), and
  * overlap = 100 x (1 - (total - compute) / pure), within 0 and 100. The
  * paths column of a non-blocking call says "staged" where har staged it
- * through host memory and "mpi" where the MPI took it as it was.
+ * through host memory and "mpi" where the MPI took it as it was. Where the
+ * MPI has the persistent all-reduce, "har_persistent" is MPI_Start and
+ * MPI_Wait on a request made once per size and buffer (MPI_Allreduce_init,
+ * MPIX_ under Open MPI 4.1), timed and overlapped the same way.
  *
  * Calls are in place (MPI_IN_PLACE), as gradient all-reduces are; with
  * --out-of-place each takes a send buffer of its own beside the result's
@@ -59,6 +62,9 @@
 #include <time.h>
 #include "core/config.h"
 #include "engine.h"
+#ifdef OPEN_MPI
+#include <mpi-ext.h> /* OMPI_HAVE_MPI_EXT_PCOLLREQ: MPIX_Allreduce_init */
+#endif
 #include "plan/derive.h"
 #ifdef HAR_BENCH_CUDA
 #include <cuda_runtime.h>
@@ -76,7 +82,21 @@ static const struct { const char *name; MPI_Op op; int nccl; } op_opts[] = {
     {"sum", MPI_SUM, 0}, {"max", MPI_MAX, 2}, {"min", MPI_MIN, 3}, {"prod", MPI_PROD, 1}};
 
 /* What each candidate runs; tuning candidates are har forced to one choice. */
-typedef enum { RUN_HAR, RUN_MPI, RUN_NCCL, RUN_NCCL_RING_LL, RUN_FORCED, RUN_FLOOR, RUN_HAR_NB, RUN_MPI_NB } run_t;
+typedef enum {
+    RUN_HAR, RUN_MPI, RUN_NCCL, RUN_NCCL_RING_LL, RUN_FORCED, RUN_FLOOR, RUN_HAR_NB, RUN_MPI_NB, RUN_HAR_PERSISTENT
+} run_t;
+
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)  /* as src/collectives.h */
+#define ALLREDUCE_INIT MPI_Allreduce_init
+#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#define ALLREDUCE_INIT MPIX_Allreduce_init
+#endif
+/* --nonblocking: the persistent requests of the size being timed, one per
+ * buffer (made and freed around each size), and whether the MPI staged
+ * them (har's counter of staged inits went up). */
+static MPI_Request *persistent;
+static void **persistent_bufs;
+static int persistent_staged;
 typedef struct {
     const char *name;
     run_t run;
@@ -231,6 +251,14 @@ static int one_call(const cand_t *c, const void *in, void *buf, size_t n, double
         if (rc != MPI_SUCCESS) return rc;
         host_compute(compute);
         return MPI_Wait(&req, MPI_STATUS_IGNORE);
+    case RUN_HAR_PERSISTENT: {
+        int b = 0;
+        while (persistent_bufs[b] != buf) b++;
+        rc = MPI_Start(&persistent[b]);
+        if (rc != MPI_SUCCESS) return rc;
+        host_compute(compute);
+        return MPI_Wait(&persistent[b], MPI_STATUS_IGNORE);
+    }
     case RUN_MPI_NB:
         if (!opt.device) {
             rc = PMPI_Iallreduce(send, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD, &req);
@@ -546,6 +574,9 @@ int main(int argc, char **argv)
         add_cand("har", RUN_HAR_NB);
         add_cand("mpi", RUN_MPI_NB);
         add_cand("har_blocking", RUN_HAR);
+#ifdef ALLREDUCE_INIT
+        add_cand("har_persistent", RUN_HAR_PERSISTENT);
+#endif
     } else {
         add_cand("har", RUN_HAR);
         add_cand("mpi", RUN_MPI);
@@ -561,6 +592,7 @@ int main(int argc, char **argv)
 #endif
     }
     const int nccl_c = cand_of(RUN_NCCL), floor_c = cand_of(RUN_FLOOR), blocking_c = opt.nonblocking ? cand_of(RUN_HAR) : -1;
+    const int persistent_c = cand_of(RUN_HAR_PERSISTENT);
     const int staged_counter = har_counter_index("iallreduce_staged");
     size_t max_n = opt.max_bytes / opt.type->size;
     if (max_n == 0) die_all("--max is smaller than one element");
@@ -571,6 +603,9 @@ int main(int argc, char **argv)
         bufs[b] = buf_alloc(max_n * opt.type->size);
         if (opt.out_of_place) ins[b] = buf_alloc(max_n * opt.type->size);
     }
+    persistent = calloc((size_t)opt.buffers, sizeof *persistent);
+    persistent_bufs = bufs;
+    const int staged_init_counter = har_counter_index("allreduce_init_staged");
     FILE *csv = NULL;
     if (opt.csv && rank == 0 && !(csv = fopen(opt.csv, "w"))) die("cannot write the CSV file");
     if (csv) fprintf(csv, "bytes,candidate,ranks,ranks_per_node,nodes,buffers,class,type,op,median_us,p10_us,p90_us,"
@@ -586,8 +621,9 @@ int main(int argc, char **argv)
         for (int c = 0; c < ncands; c++) printf(" %*s", opt.tune ? 22 : 12, cands[c].name);
         if (opt.tune) printf(" %22s\n", "fastest");
         else if (opt.nonblocking)
-            printf(" %8s %9s %9s %8s %8s %-24s %s\n", "har/mpi", "har/blk", floor_c >= 0 ? "har/floor" : "",
-                   "har_ovl%", "mpi_ovl%", "har_paths", "checked");
+            printf(" %8s %9s %9s %9s %8s %8s %8s %-24s %s\n", "har/mpi", "har/blk", persistent_c >= 0 ? "prs/blk" : "",
+                   floor_c >= 0 ? "har/floor" : "", "har_ovl%", "mpi_ovl%", persistent_c >= 0 ? "prs_ovl%" : "",
+                   "har_paths", persistent_c >= 0 ? "prs_paths, checked" : "checked");
         else printf(" %8s %9s %9s %10s %-24s %s\n", "har/mpi", nccl_c >= 0 ? "har/nccl" : "",
                     floor_c >= 0 ? "har/floor" : "", "har_busbw", "har_paths", "checked");
         fflush(stdout);
@@ -604,6 +640,16 @@ int main(int argc, char **argv)
         double *t[MAX_CANDS] = {0}, med[MAX_CANDS] = {0}, p10[MAX_CANDS] = {0}, p90[MAX_CANDS] = {0};
         int ok[MAX_CANDS] = {0}, timed[MAX_CANDS] = {0};
         unsigned paths[MAX_CANDS] = {0}, mixed[MAX_CANDS] = {0};
+#ifdef ALLREDUCE_INIT
+        if (persistent_c >= 0) {
+            unsigned long long staged_before = counter_value(staged_init_counter);
+            for (int b = 0; b < opt.buffers; b++)
+                if (ALLREDUCE_INIT(ins[b] ? ins[b] : MPI_IN_PLACE, bufs[b], (int)n, opt.type->type, opt.op,
+                                   MPI_COMM_WORLD, MPI_INFO_NULL, &persistent[b]) != MPI_SUCCESS)
+                    die_all("MPI_Allreduce_init failed");
+            persistent_staged = counter_value(staged_init_counter) > staged_before;
+        }
+#endif
         for (int c = 0; c < ncands; c++) {
             if (!cands[c].active) continue;
             /* Correctness first, outside the timing: fresh data, one call,
@@ -632,7 +678,7 @@ int main(int argc, char **argv)
                 int c = (it + opt.warmup + k) % ncands;
                 if (!timed[c]) continue;
                 int slot = (it + opt.warmup) % opt.buffers;
-                const int nonblocking = cands[c].run == RUN_HAR_NB;
+                const int nonblocking = cands[c].run == RUN_HAR_NB || cands[c].run == RUN_HAR_PERSISTENT;
                 unsigned long long before[HAR_PATH_COUNT], staged = nonblocking ? counter_value(staged_counter) : 0;
                 har_counters(before, HAR_PATH_COUNT);
                 PMPI_Barrier(MPI_COMM_WORLD);
@@ -640,8 +686,11 @@ int main(int argc, char **argv)
                 one_call(&cands[c], ins[slot], bufs[slot], n, 0);
                 double dt = MPI_Wtime() - t0;
                 unsigned took = served_bits(before);
-                if (nonblocking && !took)
-                    took = counter_value(staged_counter) > staged ? HAR_BIT(STAGED) : HAR_BIT(MPI);
+                if (nonblocking && !took)  /* the MPI's request served it, staged or not */
+                    took = counter_value(staged_counter) > staged ||
+                                   (cands[c].run == RUN_HAR_PERSISTENT && persistent_staged)
+                               ? HAR_BIT(STAGED)
+                               : HAR_BIT(MPI);
                 if (it >= 0) t[c][it] = dt;
                 if (it >= 0 && took) {
                     mixed[c] |= paths[c] && paths[c] != took;
@@ -670,7 +719,8 @@ int main(int argc, char **argv)
          * taking turns as above. */
         double total[MAX_CANDS] = {0}, overlap[MAX_CANDS] = {0};
         for (int k = 0; opt.nonblocking && k < ncands; k++)
-            if (timed[k] && (cands[k].run == RUN_HAR_NB || cands[k].run == RUN_MPI_NB))
+            if (timed[k] && (cands[k].run == RUN_HAR_NB || cands[k].run == RUN_MPI_NB ||
+                             cands[k].run == RUN_HAR_PERSISTENT))
                 t[k] = calloc((size_t)iters, sizeof(double));
         for (int it = -opt.warmup; opt.nonblocking && it < iters; it++)
             for (int k = 0; k < ncands; k++) {
@@ -690,6 +740,7 @@ int main(int argc, char **argv)
             free(t[c]);
             t[c] = NULL;
         }
+        for (int b = 0; persistent_c >= 0 && b < opt.buffers; b++) MPI_Request_free(&persistent[b]);
         /* --tuning: a choice 4x slower than the best at two sizes in a row is
          * not timed at larger ones (staging and the MPI only fall further behind). */
         for (int c = 0; opt.tune && best >= 0 && c < ncands; c++) {
@@ -717,11 +768,20 @@ int main(int argc, char **argv)
             if (opt.tune) {
                 printf(" %22s%s\n", best >= 0 ? cands[best].name : "-", opt.check && !all_ok ? " FAILED" : "");
             } else if (opt.nonblocking) {
-                char vs_blocking[16] = "-", vs_floor[16] = "";
+                char vs_blocking[16] = "-", vs_floor[16] = "", prs[16] = "", prs_ovl[16] = "", prs_took[100] = "";
+                int all = ok[0] && ok[1];
                 if (timed[blocking_c]) snprintf(vs_blocking, sizeof vs_blocking, "%.2f", med[0] / med[blocking_c]);
                 if (floor_c >= 0 && timed[floor_c]) snprintf(vs_floor, sizeof vs_floor, "%.2f", med[0] / med[floor_c]);
-                printf(" %8.2f %9s %9s %8.0f %8.0f %-24s %s\n", med[0] / med[1], vs_blocking, vs_floor, overlap[0],
-                       overlap[1], took[0], opt.check ? (ok[0] && ok[1] ? "yes" : "FAILED") : "no");
+                if (persistent_c >= 0) {
+                    all &= ok[persistent_c];
+                    snprintf(prs_took, sizeof prs_took, "%s ", took[persistent_c]);
+                    if (timed[persistent_c] && timed[blocking_c]) {
+                        snprintf(prs, sizeof prs, "%.2f", med[persistent_c] / med[blocking_c]);
+                        snprintf(prs_ovl, sizeof prs_ovl, "%.0f", overlap[persistent_c]);
+                    }
+                }
+                printf(" %8.2f %9s %9s %9s %8.0f %8.0f %8s %-24s %s%s\n", med[0] / med[1], vs_blocking, prs, vs_floor,
+                       overlap[0], overlap[1], prs_ovl, took[0], prs_took, opt.check ? (all ? "yes" : "FAILED") : "no");
             } else {
                 char vs_nccl[16] = "", vs_floor[16] = "";
                 if (nccl_c >= 0 && timed[nccl_c]) snprintf(vs_nccl, sizeof vs_nccl, "%.2f", med[0] / med[nccl_c]);
@@ -757,7 +817,7 @@ int main(int argc, char **argv)
         buf_free(bufs[b]);
         if (ins[b]) buf_free(ins[b]);
     }
-    free(bufs); free(ins); free(host); free(host_stage);
+    free(bufs); free(ins); free(host); free(host_stage); free(persistent);
     MPI_Finalize();
     return all_ok ? 0 : 1;
 }

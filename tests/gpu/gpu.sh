@@ -134,6 +134,11 @@ else
         check "3 ranks under MPS, MPI_Iallreduce after a blocking call, $case: har's kernels serve every predefined type (the derived types staged beside them)" \
             env HAR_TIMEOUT=60 $mpi 3 "$bin/gpu/requests_gpu" $case --device --seed $seed --expect har:ipc
     done
+    for run in 4:400 8:200; do
+        np=${run%:*} rounds=${run#*:}
+        check "$np ranks under MPS, $((rounds / 2)) rounds of 2 persistent all-reduces started and completed by random calls: har's kernels serve every start" \
+            env HAR_TIMEOUT=60 $mpi $np "$bin/gpu/requests_gpu" persistent --device --rounds $rounds --seed $seed --expect har:ipc
+    done
     # The resident grid (HAR_DEVICE_RESIDENT, off by default): the calls
     # whose input has landed are posted to it, not launched. Every type and
     # op in turn: a grid serves one pair, and each change of pair ends it and

@@ -33,7 +33,7 @@ for binding in mpifh f08; do
         $mpi 3 "$tmp/relinked" untouched
     check "$binding: HAR_TEST_STAGE=1: every one staged, results back through the Fortran completion calls" \
         env HAR_TEST_STAGE=1 $mpi 3 "$tmp/linked" staged
-    check "$binding: HAR_ALGO=fake after a blocking MPI_ALLREDUCE: har serves every MPI_IALLREDUCE itself, completed through the Fortran calls" \
+    check "$binding: HAR_ALGO=fake after a blocking MPI_ALLREDUCE: har serves every MPI_IALLREDUCE and MPI_START itself, completed through the Fortran calls" \
         env HAR_ALGO=fake $mpi 3 "$tmp/linked" har
     check_fails "$binding: HAR_TEST_STAGE=2 (every copy back flipped) is caught" "FAIL rank" \
         env HAR_TEST_STAGE=2 $mpi 2 "$tmp/linked" staged

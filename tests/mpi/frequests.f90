@@ -7,8 +7,8 @@
 ! each round; results checked against a reference; har's counters read
 ! through its C API. Argument: "staged" or "untouched" (what the counters
 ! must show), or "har" (a blocking MPI_ALLREDUCE first, then har itself
-! serves every MPI_IALLREDUCE: under HAR_ALGO=fake, the test build's
-! engine).
+! serves every MPI_IALLREDUCE and every start of the persistent one:
+! under HAR_ALGO=fake, the test build's engine).
 ! Preprocessed (-cpp): -DF08 builds it against `use mpi_f08` (some calls
 ! without their OPTIONAL ierror), else against mpif.h; -DALLREDUCE_INIT=
 ! names the persistent all-reduce (MPI_ALLREDUCE_INIT, or Open MPI 4.1's
@@ -196,9 +196,10 @@ program frequests
     end if
     if (trim(expect) == 'har') then
         by = int(values(har_counter_index("fake" // c_null_char) + 1))
-        if (by /= posted + 1 .or. staged /= 0) then
+        ! the blocking call, the MPI_IALLREDUCE calls and 3 starts
+        if (by /= posted + 1 + 3 .or. staged /= 0) then
             print '(a,i0,a,i0,a,i0,a,i0)', 'FAIL rank ', rank, ': expected har: ', by, ' calls by fake of ', &
-                posted + 1, ', staged ', staged
+                posted + 1 + 3, ', staged ', staged
             bad = bad + 1
         end if
     end if

@@ -45,12 +45,14 @@ for case in inflight deadlock persistent threads; do
 done
 
 # har's own non-blocking calls, where no GPU is: the test build's engine
-# (HAR_ALGO=fake) starts MPI_Iallreduce on a communicator a blocking call
-# set up, and its requests (generalized requests har completes) mix with
-# the MPI's in every completion call; 3 of the 5 calls a round are its own,
-# so more than two are in flight on one communicator.
+# (HAR_ALGO=fake) starts MPI_Iallreduce and the starts of persistent
+# all-reduces on a communicator a blocking call set up, and its requests
+# (generalized requests har completes) mix with the MPI's in every
+# completion call; 3 of the 5 calls a round are its own, so more than two
+# are in flight on one communicator; a persistent request it serves cannot
+# be started again or freed while it runs.
 for case in inflight deadlock persistent threads; do
-    run_case "$case: HAR_ALGO=fake after a blocking call: har serves every MPI_Iallreduce of a predefined type itself" \
+    run_case "$case: HAR_ALGO=fake after a blocking call: har serves every MPI_Iallreduce and persistent start of a predefined type itself" \
         env HAR_ALGO=fake $mpi 3 "$linked" $case --seed $seed --expect har:fake
 done
 check_fails "--expect har:fake fails where the MPI served the calls" "expected har:fake" \
