@@ -228,6 +228,20 @@ static int verify(const char *host, size_t n)
     return 1;
 }
 
+/* The candidates' order in iteration `it`: a permutation drawn from `it`
+ * alone, so that every rank draws the same. */
+static void draw_order(int it, int order[])
+{
+    uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(it + 1000003);
+    for (int c = 0; c < ncands; c++) order[c] = c;
+    for (int c = ncands - 1; c > 0; c--) {
+        x ^= x >> 29, x *= 0xbf58476d1ce4e5b9ull, x ^= x >> 32;
+        int j = (int)(x % (uint64_t)(c + 1)), t = order[c];
+        order[c] = order[j];
+        order[j] = t;
+    }
+}
+
 /* Host work between a non-blocking call's post and its wait: the clock
  * spun for that long, with no MPI call. */
 static void host_compute(double seconds)
@@ -670,12 +684,16 @@ int main(int argc, char **argv)
             if (timed[c]) t[c] = calloc((size_t)iters, sizeof(double));
         }
         /* Interleaved: each candidate in turn, on the same rotating buffers,
-         * starting with a different one each iteration so that none always
-         * follows a slow one (a long staged call lets the GPU's clocks drop).
-         * The data grow by repeated sums here; only timing matters now. */
+         * in an order drawn afresh each iteration (the same on every rank)
+         * so that none follows a slow one more often than another does (a
+         * long staged call lets the GPU's clocks drop; a rotation skipping
+         * candidates that are not timed would favour some). The data grow
+         * by repeated sums here; only timing matters now. */
+        int order[MAX_CANDS];
         for (int it = -opt.warmup; it < iters; it++)
             for (int k = 0; k < ncands; k++) {
-                int c = (it + opt.warmup + k) % ncands;
+                if (k == 0) draw_order(it, order);
+                int c = order[k];
                 if (!timed[c]) continue;
                 int slot = (it + opt.warmup) % opt.buffers;
                 const int nonblocking = cands[c].run == RUN_HAR_NB || cands[c].run == RUN_HAR_PERSISTENT;
@@ -724,7 +742,8 @@ int main(int argc, char **argv)
                 t[k] = calloc((size_t)iters, sizeof(double));
         for (int it = -opt.warmup; opt.nonblocking && it < iters; it++)
             for (int k = 0; k < ncands; k++) {
-                int c = (it + opt.warmup + k) % ncands, slot = (it + opt.warmup) % opt.buffers;
+                if (k == 0) draw_order(it, order);
+                int c = order[k], slot = (it + opt.warmup) % opt.buffers;
                 if (!t[c]) continue;
                 PMPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
