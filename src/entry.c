@@ -306,15 +306,23 @@ static har_start_t start(har_comm_t *c, har_call_t *call, MPI_Comm comm, const c
     return st == HAR_OK ? HAR_START_OWN : HAR_START_FAILED;
 }
 
+/* The state of the communicator of a non-blocking call har may serve,
+ * if a blocking call made it already (making it is collective); NULL for
+ * the MPI to serve the call. */
+static har_comm_t *peek_for(const har_call_t *call, MPI_Comm comm)
+{
+    har_comm_t *c = har_comm_peek(comm);
+    if (!c && call->gpu >= 0) har_comm_want_device();
+    return c && c->mode != HAR_COMM_FORWARDED ? c : NULL;
+}
+
 int har_iallreduce_start(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
                          MPI_Comm comm, MPI_Request *req, int *rc)
 {
     if (inside_har || !har_entry_ready()) return 0;
     har_call_t call;
     har_comm_t *c;
-    if (!describe(&call, sbuf, rbuf, count, type, op, comm) || !(c = har_comm_peek(comm)) ||
-        c->mode == HAR_COMM_FORWARDED)
-        return 0;
+    if (!describe(&call, sbuf, rbuf, count, type, op, comm) || !(c = peek_for(&call, comm))) return 0;
     har_pending_t *pending;
     switch (start(c, &call, comm, "MPI_Iallreduce", &pending, rc)) {
     case HAR_START_MPI:
@@ -344,8 +352,8 @@ har_call_t *har_persistent_describe(const void *sbuf, void *rbuf, har_count_t co
 har_start_t har_persistent_start(const har_call_t *described, MPI_Comm comm, har_pending_t **pending, int *rc)
 {
     if (inside_har || !har_entry_ready()) return HAR_START_MPI;
-    har_comm_t *c = har_comm_peek(comm);
-    if (!c || c->mode == HAR_COMM_FORWARDED) return HAR_START_MPI;
+    har_comm_t *c = peek_for(described, comm);
+    if (!c) return HAR_START_MPI;
     har_call_t call = *described;  /* the plan marks up its copy */
     return start(c, &call, comm, "MPI_Start", pending, rc);
 }

@@ -25,7 +25,16 @@ typedef struct {
     int all_device;     /* every rank's buffers are on one GPU, the one its device engines use */
     int ctx_ranks;      /* ranks with a CUDA context for that GPU */
     int went_ahead;     /* some rank went ahead (launched with no host step): all must run its kernels */
+    int wants_device;   /* some rank's non-blocking device calls wait for a set-up */
+    int current_ranks;  /* ranks with a current CUDA context (host buffers) */
 } agreed_t;
+
+/* This process made a non-blocking device call that went to the MPI
+ * because no blocking device call had set its communicator up: its next
+ * blocking calls say so at their arrival. */
+static _Atomic int wants_device;
+
+void har_comm_want_device(void) { atomic_store_explicit(&wants_device, 1, memory_order_relaxed); }
 
 /* Engines built here that may serve: set up, not yet tried, or failed once
  * and worth one more try because a rank has reported a CUDA context since. */
@@ -92,6 +101,10 @@ static har_arrival_t *post(har_comm_t *c, const har_call_t *call, uint64_t no, u
 {
     har_arrival_t *mine = &har_seg_ctl(&c->node.seg, c->node.local_rank)->arrival[no & 1];
     int on_gpu = call->gpu >= 0;
+    if (!on_gpu && !c->surveyed && call->cuda) {
+        if (atomic_load_explicit(&wants_device, memory_order_relaxed)) flags |= HAR_ARRIVE_WANTS_DEVICE;
+        if (har_cuda_current_device() >= 0) flags |= HAR_ARRIVE_CURRENT_CTX;
+    }
     mine->flags = (uint8_t)(flags | (on_gpu && har_cuda_context_for(call->gpu) ? HAR_ARRIVE_CTX : 0) |
                             (!c->surveyed || call->gpu == c->gpu.ordinal ? HAR_ARRIVE_SAME : 0));
     /* The number first: a peer that reads the record while this rank
@@ -128,6 +141,8 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const h
     agreed->all_device = 1;
     agreed->ctx_ranks = 0;
     agreed->went_ahead = 0;
+    agreed->wants_device = 0;
+    agreed->current_ranks = 0;
     for (int r = 0; r < node->local_size; r++) {
         const har_arrival_t *a = &har_seg_ctl(seg, r)->arrival[no & 1];
         if (a->bad && bad < 0) bad = r;
@@ -136,6 +151,8 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const h
         agreed->all_device &= a->dev != 0 && (a->flags & HAR_ARRIVE_SAME);
         agreed->ctx_ranks += (a->flags & HAR_ARRIVE_CTX) != 0;
         agreed->went_ahead |= (a->flags & HAR_ARRIVE_AHEAD) != 0;
+        agreed->wants_device |= (a->flags & HAR_ARRIVE_WANTS_DEVICE) != 0;
+        agreed->current_ranks += (a->flags & HAR_ARRIVE_CURRENT_CTX) != 0;
     }
     if (bad >= 0) {
         /* Every local rank fails the call here, the other nodes by the
@@ -167,6 +184,37 @@ static void setup(har_comm_t *c, int e, const agreed_t *agreed)
         s->state = har_engines[e]->setup(&c->node, c->surveyed ? &c->gpu : NULL, &s->impl);
     }
     s->ctx_ranks = agreed->ctx_ranks;
+}
+
+/* The device survey and the engines of the plans that go ahead, made at a
+ * blocking call on host buffers: a rank's non-blocking device calls went
+ * to the MPI for want of them (they are collective steps a non-blocking
+ * call cannot make), and every rank has a current CUDA context, whose GPU
+ * stands for its buffers'. From the next call on, non-blocking calls on
+ * buffers there go ahead. */
+static har_status_t set_up_for_device(har_comm_t *c, har_plan_in_t in, agreed_t *agreed)
+{
+    har_node_t *node = &c->node;
+    har_status_t st = har_gpu_survey(node, har_cuda_current_device(), &c->gpu);
+    if (st != HAR_OK) return st;
+    c->surveyed = 1;
+    HAR_LOG(HAR_LOG_DEBUG, "node %d: device survey and engines set up at a host call, for non-blocking device calls",
+            node->node);
+    in.on_device = 1;
+    in.shared_gpu = c->gpu.shared_gpu;
+    in.cls = c->gpu.cls;
+    agreed->ctx_ranks = agreed->current_ranks;
+    /* The engines of the smallest calls and of the largest that go ahead
+     * (the same engine, as the shipped rules stand). */
+    const uint64_t sizes[2] = {in.elem, (uint64_t)c->set.device_ahead_max};
+    for (int k = 0; k < 2; k++) {
+        in.bytes = sizes[k];
+        in.engines = engines_on_offer(c, agreed->ctx_ranks);
+        har_plan_t plan = har_plan(&in, &c->set);
+        if (plan.engine != HAR_PATH_MPI && c->eng[plan.engine].state == HAR_ENGINE_UNTRIED) setup(c, plan.engine, agreed);
+        if (har_node_failed(node)) return HAR_ERR_PEER_FAILED;  /* its exchanges failed (recorded) */
+    }
+    return HAR_OK;
 }
 
 /* The plan for device buffers on every local rank, if it goes ahead (its
@@ -277,7 +325,7 @@ static har_status_t plan_at_arrival(har_comm_t *c, har_call_t *call, uint64_t no
                                     const har_plan_t *host, har_plan_t *plan)
 {
     har_node_t *node = &c->node;
-    agreed_t agreed = {0, 0, 0};
+    agreed_t agreed = {0};
     har_status_t st = arrive(c, call, no, host, call->in_kind == HAR_MEM_HOST, &agreed);
     if (st != HAR_OK) return st;
     if (agreed.went_ahead) {
@@ -287,6 +335,9 @@ static har_status_t plan_at_arrival(har_comm_t *c, har_call_t *call, uint64_t no
         return HAR_ERR_INTERNAL;
     }
     if (!agreed.all_device) {
+        if (agreed.wants_device && !c->surveyed && agreed.current_ranks == node->local_size &&
+            (st = set_up_for_device(c, in, &agreed)) != HAR_OK)
+            return st;
         *plan = *host;  /* the same inputs as before the arrival */
         return HAR_OK;
     }
@@ -386,6 +437,7 @@ har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, ha
     har_plan_in_t in = plan_in(c, call, forced);
     *plan = har_plan(&in, &c->set);  /* offers only engines not failed */
     int anywhere = plan->engine != HAR_PATH_MPI && har_engine_set()->by_path[plan->engine]->starts_anywhere;
+    if (!anywhere && !c->surveyed && call->gpu >= 0) har_comm_want_device();
     if ((!anywhere && (!c->surveyed || thread_multiple() || !ahead_plan(c, in, plan))) ||
         !har_engines[plan->engine]->start) {
         mpi_plan(plan);

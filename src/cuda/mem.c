@@ -132,6 +132,17 @@ int har_cuda_context_for(int device)
            cu.primary_ctx_get_state(dev, &flags, &active) == CUDA_SUCCESS && active;
 }
 
+int har_cuda_current_device(void)
+{
+    CUcontext ctx = NULL;
+    CUdevice cur = -1, dev = -1;
+    if (!cuda_bind() || cu.ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx || cu.ctx_get_device(&cur) != CUDA_SUCCESS)
+        return -1;
+    for (int ordinal = 0; cu.dev.device_get(&dev, ordinal) == CUDA_SUCCESS; ordinal++)
+        if (dev == cur) return ordinal;
+    return -1;
+}
+
 void *har_cuda_context_save(void)
 {
     CUcontext ctx = NULL;
@@ -191,6 +202,7 @@ har_mem_kind_t har_mem_kind(const void *p, int *device)
 int har_cuda_loaded(void) { return 0; }
 int har_cuda_context_current(void) { return 0; }
 int har_cuda_context_for(int device) { (void)device; return 0; }
+int har_cuda_current_device(void) { return -1; }
 int har_cuda_context_sms(void) { return -1; }
 void *har_cuda_context_save(void) { return NULL; }
 void har_cuda_context_restore(void *ctx) { (void)ctx; }

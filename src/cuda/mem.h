@@ -27,6 +27,9 @@ HAR_HIDDEN int har_cuda_context_current(void);
 /* Can har work on this GPU without making a context: the thread's current
  * context is on it, or its primary context is active? */
 HAR_HIDDEN int har_cuda_context_for(int device);
+/* The ordinal of the GPU of the calling thread's current context; -1 if
+ * it has none. */
+HAR_HIDDEN int har_cuda_current_device(void);
 
 /* The calling thread's current context, and putting it back: a device
  * engine that must work on another GPU than the application's current one

@@ -26,6 +26,11 @@ enum {
     HAR_ARRIVE_CTX = 2,     /* it has a CUDA context for its buffers' GPU */
     HAR_ARRIVE_SAME = 4,    /* its buffers are on the GPU its device engines use (or none is set up) */
     HAR_ARRIVE_AHEAD = 8,   /* it went ahead of the arrival without waiting (comm/call.c) */
+    /* On a communicator not set up for device buffers (comm/call.c):
+     * this process made a non-blocking device call that the MPI served
+     * for want of that set-up; it has a current CUDA context. */
+    HAR_ARRIVE_WANTS_DEVICE = 16,
+    HAR_ARRIVE_CURRENT_CTX = 32,
 };
 /* Why a rank's buffers cannot be used (every rank learns it at the arrival,
  * so that the call fails everywhere instead of leaving the others waiting). */

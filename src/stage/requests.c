@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include "comm/call.h"
 #include "core/log.h"
-#include "entry.h"
 #include "stage/requests.h"
 
 /* ACTIVE: the MPI works on the host copies (har's own: har's call runs).
@@ -601,7 +600,7 @@ int har_staged_request_free(MPI_Request *req)
 /* A start of a persistent request in the table: 1 when it is har's (as
  * every rank decides) or refused (the request is active), the start's
  * code in *rc; 0: the MPI's. */
-static int start_own(entry_t *e, int *rc)
+static int start_own(entry_t *e, har_start_own_t own_start, int *rc)
 {
     if (!e || !e->persistent) return 0;
     if (e->state != INACTIVE) {  /* the MPIs differ here: Open MPI 4.1 starts it again */
@@ -610,7 +609,7 @@ static int start_own(entry_t *e, int *rc)
     }
     if (!e->call) return 0;
     har_pending_t *pending;
-    switch (har_persistent_start(e->call, e->comm, &pending, rc)) {
+    switch (own_start(e->call, e->comm, &pending, rc)) {
     case HAR_START_MPI:
         return 0;
     case HAR_START_FAILED:  /* the request stays inactive */
@@ -659,15 +658,15 @@ static int start_mpi(entry_t *e, MPI_Request *req)
     return rc;
 }
 
-int har_staged_start(MPI_Request *req)
+int har_staged_start(MPI_Request *req, har_start_own_t own_start)
 {
     entry_t *e;
     if (!claim(1, req, &e)) return PMPI_Start(req);
     int rc;
-    return start_own(e, &rc) ? rc : start_mpi(e, req);
+    return start_own(e, own_start, &rc) ? rc : start_mpi(e, req);
 }
 
-int har_staged_startall(int n, MPI_Request reqs[])
+int har_staged_startall(int n, MPI_Request reqs[], har_start_own_t own_start)
 {
     room_t r;
     if (!claim_all(&r, n, reqs, 0, NULL)) return PMPI_Startall(n, reqs);
@@ -678,7 +677,7 @@ int har_staged_startall(int n, MPI_Request reqs[])
     for (int i = 0; i < n; i++) {
         int one = MPI_SUCCESS;
         if (rc != MPI_SUCCESS) unclaim(r.e[i]);
-        else if (!start_own(r.e[i], &one)) one = start_mpi(r.e[i], &reqs[i]);
+        else if (!start_own(r.e[i], own_start, &one)) one = start_mpi(r.e[i], &reqs[i]);
         rc = keep_first(rc, one);
     }
     unroom(&r);

@@ -13,6 +13,7 @@
 #ifndef HAR_REQUESTS_H
 #define HAR_REQUESTS_H
 
+#include "entry.h"
 #include "stage/stage.h"
 
 /* Entries in the table (read without the lock: only whether it is 0). */
@@ -53,8 +54,13 @@ HAR_HIDDEN int har_staged_waitsome(int n, MPI_Request reqs[], int *outcount, int
 HAR_HIDDEN int har_staged_testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]);
 HAR_HIDDEN int har_staged_request_get_status(MPI_Request req, int *flag, MPI_Status *status);
 HAR_HIDDEN int har_staged_request_free(MPI_Request *req);
-HAR_HIDDEN int har_staged_start(MPI_Request *req);
-HAR_HIDDEN int har_staged_startall(int n, MPI_Request reqs[]);
+/* own_start: whether har serves a start (entry.h's har_persistent_start,
+ * which the entry points pass: the table does not call up into the
+ * entry). */
+typedef har_start_t (*har_start_own_t)(const struct har_call *call, MPI_Comm comm, struct har_pending **pending,
+                                       int *rc);
+HAR_HIDDEN int har_staged_start(MPI_Request *req, har_start_own_t own_start);
+HAR_HIDDEN int har_staged_startall(int n, MPI_Request reqs[], har_start_own_t own_start);
 
 /* What the entry points call. */
 static inline int har_wait(MPI_Request *r, MPI_Status *st)
@@ -97,10 +103,13 @@ static inline int har_request_free(MPI_Request *r)
 {
     return har_requests_none() ? PMPI_Request_free(r) : har_staged_request_free(r);
 }
-static inline int har_start(MPI_Request *r) { return har_requests_none() ? PMPI_Start(r) : har_staged_start(r); }
+static inline int har_start(MPI_Request *r)
+{
+    return har_requests_none() ? PMPI_Start(r) : har_staged_start(r, har_persistent_start);
+}
 static inline int har_startall(int n, MPI_Request r[])
 {
-    return har_requests_none() ? PMPI_Startall(n, r) : har_staged_startall(n, r);
+    return har_requests_none() ? PMPI_Startall(n, r) : har_staged_startall(n, r, har_persistent_start);
 }
 
 #endif

@@ -134,6 +134,10 @@ else
         check "3 ranks under MPS, MPI_Iallreduce after a blocking call, $case: har's kernels serve every predefined type (the derived types staged beside them)" \
             env HAR_TIMEOUT=60 $mpi 3 "$bin/gpu/requests_gpu" $case --device --seed $seed --expect har:ipc
     done
+    for case in inflight persistent; do
+        check "4 ranks under MPS, $case, the communicator set up by a blocking call on host buffers after a non-blocking device call the MPI served: har's kernels serve the calls after it" \
+            env HAR_TIMEOUT=60 $mpi 4 "$bin/gpu/requests_gpu" $case --device --seed $seed --expect har:ipc --setup-host
+    done
     for run in 4:400 8:200; do
         np=${run%:*} rounds=${run#*:}
         check "$np ranks under MPS, $((rounds / 2)) rounds of 2 persistent all-reduces started and completed by random calls: har's kernels serve every start" \

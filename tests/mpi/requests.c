@@ -5,7 +5,7 @@
  * rank computes alone, and the bytes between elements of derived types
  * left as they were.
  *
- * requests CASE [--device] [--expect staged|untouched|har:PATH] [--seed N] [--rounds N]
+ * requests CASE [--device] [--expect staged|untouched|har:PATH [--setup-host]] [--seed N] [--rounds N]
  *   inflight    5 all-reduces of different types, counts and ops at once,
  *               beside a ring of Isend/Irecv, per round
  *   deadlock    rank 0 posts MPI_Iallreduce then MPI_Send, rank 1 MPI_Recv
@@ -42,6 +42,8 @@ static long long posted, posted_init;  /* this rank's calls, for the counters */
 static long long posted_own, setups;   /* --expect har:PATH: calls of predefined types and ops, and set-up calls */
 static long long started_own;          /* and starts of persistent requests of predefined types */
 static int set_up;                     /* --expect har:PATH */
+static int setup_host;                 /* --setup-host */
+static long long warmups;              /* --setup-host: the non-blocking calls before the set-up (staged) */
 static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Rank r's element i of slot j in round k: small integers, so that sums
@@ -183,11 +185,33 @@ static int slot_post(slot_t *s, MPI_Comm comm, MPI_Request *req)
 }
 
 /* --expect har:PATH: har sets up on a communicator at a blocking call,
- * on the kind of buffers the case uses. */
+ * on the kind of buffers the case uses; with --setup-host, a non-blocking
+ * call on device buffers first (the MPI serves it, staged: nothing set
+ * the communicator up), then a blocking call on host buffers, which sets
+ * it up for device buffers (as osu_iallreduce's checks between sizes
+ * do). */
 static void setup_comm(MPI_Comm comm)
 {
     if (!set_up) return;
     slot_t s;
+    if (setup_host) {
+        MPI_Request r;
+        slot_make(&s, S_INT_SUM, 16);
+        slot_fill(&s, 0, 0);
+        MPI_Iallreduce(s.sbuf, s.rbuf, s.count, s.type, MPI_SUM, comm, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        slot_check(&s, 0, 0, "the non-blocking call before the set-up");
+        slot_free(&s);
+        int one = 1, size = 0, sum = 0;
+        MPI_Comm_size(comm, &size);
+        MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comm);
+        if (sum != size) FAIL("the set-up call on host buffers: %d, not %d", sum, size);
+        pthread_mutex_lock(&count_lock);
+        posted++;
+        warmups++;
+        pthread_mutex_unlock(&count_lock);
+        return;
+    }
     slot_make(&s, S_INT_SUM, 16);
     slot_fill(&s, 0, 0);
     MPI_Allreduce(s.sbuf, s.rbuf, s.count, s.type, MPI_SUM, comm);
@@ -546,6 +570,7 @@ int main(int argc, char **argv)
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--device")) on_device = 1;
         else if (!strcmp(argv[i], "--expect") && i + 1 < argc) set_up = !strncmp(expect = argv[++i], "har:", 4);
+        else if (!strcmp(argv[i], "--setup-host")) setup_host = 1;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = (unsigned)strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else {
@@ -597,7 +622,7 @@ int main(int argc, char **argv)
             MPI_Comm_free(&a[t].comm);
         }
     } else {
-        fprintf(stderr, "usage: requests inflight|deadlock|persistent|threads|badargs [--device] [--expect staged|untouched|har:PATH]"
+        fprintf(stderr, "usage: requests inflight|deadlock|persistent|threads|badargs [--device] [--expect staged|untouched|har:PATH [--setup-host]]"
                         " [--seed N] [--rounds N]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -606,7 +631,7 @@ int main(int argc, char **argv)
     long long seen_init = counter("allreduce_init"), staged_init = counter("allreduce_init_staged");
     if (set_up) {
         long long by = counter(expect + 4);
-        long long others = on_device ? posted - posted_own : 0;  /* the derived types' */
+        long long others = on_device ? posted - posted_own : 0;  /* the derived types' and the warm-ups */
         if (seen != posted || staged != others || by != posted_own + started_own + setups)
             FAIL("expected %s: har counted %lld MPI_Iallreduce (this rank made %lld), staged %lld (not %lld), and %lld "
                  "calls by %s where %lld of predefined types, %lld persistent starts and %lld set-up calls were made",
