@@ -120,10 +120,15 @@ int har_allreduce_init(const void *sbuf, void *rbuf, har_count_t count, MPI_Data
         a.copy_in = 0;
         how = har_plan_allreduce(&s, &a, sbuf, rbuf, count, type);
     }
-    struct har_call *call = how != HAR_STAGE_FAILED ? har_persistent_describe(sbuf, rbuf, count, type, op, comm) : NULL;
-    if ((how == HAR_STAGE_STAGED || call) && !(slot = har_request_reserve())) {
+    struct har_call *call = NULL;
+    int no_mem = how != HAR_STAGE_FAILED &&
+                 har_persistent_describe(sbuf, rbuf, count, type, op, comm, &call) != MPI_SUCCESS;
+    if (!no_mem && (how == HAR_STAGE_STAGED || call) && !(slot = har_request_reserve())) no_mem = 1;
+    if (!no_mem && call && !har_request_watch_comm(comm)) no_mem = 1;
+    if (no_mem) {
         har_log(HAR_LOG_ERROR, "no memory for a persistent all-reduce's request");
         free(call);
+        free(slot);
         if (how == HAR_STAGE_STAGED) har_stage_release(&s);
         PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM);
         return MPI_ERR_NO_MEM;

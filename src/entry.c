@@ -312,7 +312,7 @@ static har_start_t start(har_comm_t *c, har_call_t *call, MPI_Comm comm, const c
 static har_comm_t *peek_for(const har_call_t *call, MPI_Comm comm)
 {
     har_comm_t *c = har_comm_peek(comm);
-    if (!c && call->gpu >= 0) har_comm_want_device();
+    if (!c && call->gpu >= 0) har_comm_want_device(comm);
     return c && c->mode != HAR_COMM_FORWARDED ? c : NULL;
 }
 
@@ -339,14 +339,15 @@ int har_iallreduce_start(const void *sbuf, void *rbuf, har_count_t count, MPI_Da
     return 0;
 }
 
-har_call_t *har_persistent_describe(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
-                                    MPI_Comm comm)
+int har_persistent_describe(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
+                            MPI_Comm comm, har_call_t **call)
 {
-    if (inside_har || !har_entry_ready()) return NULL;
-    har_call_t *call = malloc(sizeof *call);
-    if (call && describe(call, sbuf, rbuf, count, type, op, comm)) return call;
-    free(call);  /* no memory: its starts are the MPI's */
-    return NULL;
+    har_call_t mine;
+    *call = NULL;
+    if (inside_har || !har_entry_ready() || !describe(&mine, sbuf, rbuf, count, type, op, comm)) return MPI_SUCCESS;
+    if (!(*call = malloc(sizeof **call))) return MPI_ERR_NO_MEM;
+    **call = mine;
+    return MPI_SUCCESS;
 }
 
 har_start_t har_persistent_start(const har_call_t *described, MPI_Comm comm, har_pending_t **pending, int *rc)

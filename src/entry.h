@@ -25,11 +25,14 @@ HAR_HIDDEN int har_iallreduce_start(const void *sbuf, void *rbuf, har_count_t co
                                     MPI_Comm comm, MPI_Request *req, int *rc);
 
 /* The persistent all-reduce (stage/requests.c keeps its request). At its
- * making: the call described once for every start, or NULL where har
- * cannot serve it (every start is the MPI's). */
+ * making: in *call the call described once for every start, or NULL
+ * where har cannot serve it (every start is the MPI's: a decision every
+ * rank makes alike). MPI_ERR_NO_MEM when the description cannot be kept:
+ * the request is not to be made (a rank whose starts all went to the MPI
+ * would not meet its peers'). */
 struct har_call;
-HAR_HIDDEN struct har_call *har_persistent_describe(const void *sbuf, void *rbuf, har_count_t count,
-                                                   MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+HAR_HIDDEN int har_persistent_describe(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type,
+                                       MPI_Op op, MPI_Comm comm, struct har_call **call);
 /* At each MPI_Start: whether har serves this start, decided as for
  * MPI_Iallreduce (every rank alike). HAR_START_OWN: har's call in *pending
  * (NULL: it ended before returning), its code in *rc; HAR_START_FAILED: it

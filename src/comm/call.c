@@ -10,6 +10,7 @@
  * arrival: each rank posts where its buffers are (and its input, when the
  * plan for host memory would use the host segment, so a host call still
  * makes one synchronisation), and the node plans from what all posted. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,12 +30,41 @@ typedef struct {
     int current_ranks;  /* ranks with a current CUDA context (host buffers) */
 } agreed_t;
 
-/* This process made a non-blocking device call that went to the MPI
- * because no blocking device call had set its communicator up: its next
- * blocking calls say so at their arrival. */
-static _Atomic int wants_device;
+/* Communicators on which this process made a non-blocking device call
+ * that went to the MPI because no blocking device call had set them up:
+ * their next blocking calls say so at their arrival. A few: a later one
+ * pushes the oldest out (whose calls then wait for a blocking device
+ * call), and a handle the MPI gives a new communicator after a free only
+ * makes that one set up for device buffers too. */
+#define WANTING 8
+static MPI_Comm wanting[WANTING];
+static _Atomic int nwanting;  /* ever added; read without the lock: only whether it is 0 */
+static pthread_mutex_t wanting_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void har_comm_want_device(void) { atomic_store_explicit(&wants_device, 1, memory_order_relaxed); }
+/* Is comm among them (remove: and taken out)? */
+static int wanted(MPI_Comm comm, int remove)
+{
+    int found = 0, n = atomic_load_explicit(&nwanting, memory_order_relaxed);
+    if (!n) return 0;
+    pthread_mutex_lock(&wanting_lock);
+    for (int i = 0; i < WANTING && i < n && !found; i++)
+        if (wanting[i] == comm) {
+            found = 1;
+            if (remove) wanting[i] = MPI_COMM_NULL;
+        }
+    pthread_mutex_unlock(&wanting_lock);
+    return found;
+}
+
+void har_comm_want_device(MPI_Comm comm)
+{
+    if (wanted(comm, 0)) return;
+    pthread_mutex_lock(&wanting_lock);
+    int n = atomic_load_explicit(&nwanting, memory_order_relaxed);
+    wanting[n % WANTING] = comm;
+    atomic_store_explicit(&nwanting, n + 1, memory_order_relaxed);
+    pthread_mutex_unlock(&wanting_lock);
+}
 
 /* Engines built here that may serve: set up, not yet tried, or failed once
  * and worth one more try because a rank has reported a CUDA context since. */
@@ -101,9 +131,9 @@ static har_arrival_t *post(har_comm_t *c, const har_call_t *call, uint64_t no, u
 {
     har_arrival_t *mine = &har_seg_ctl(&c->node.seg, c->node.local_rank)->arrival[no & 1];
     int on_gpu = call->gpu >= 0;
-    if (!on_gpu && !c->surveyed && call->cuda) {
-        if (atomic_load_explicit(&wants_device, memory_order_relaxed)) flags |= HAR_ARRIVE_WANTS_DEVICE;
-        if (har_cuda_current_device() >= 0) flags |= HAR_ARRIVE_CURRENT_CTX;
+    if (!on_gpu && !c->surveyed && call->cuda && c->node.nnodes == 1) {
+        if (wanted(c->node.comm, 0)) flags |= HAR_ARRIVE_WANTS_DEVICE;
+        if (har_cuda_context_current()) flags |= HAR_ARRIVE_CURRENT_CTX;
     }
     mine->flags = (uint8_t)(flags | (on_gpu && har_cuda_context_for(call->gpu) ? HAR_ARRIVE_CTX : 0) |
                             (!c->surveyed || call->gpu == c->gpu.ordinal ? HAR_ARRIVE_SAME : 0));
@@ -198,6 +228,7 @@ static har_status_t set_up_for_device(har_comm_t *c, har_plan_in_t in, agreed_t 
     har_status_t st = har_gpu_survey(node, har_cuda_current_device(), &c->gpu);
     if (st != HAR_OK) return st;
     c->surveyed = 1;
+    wanted(node->comm, 1);
     HAR_LOG(HAR_LOG_DEBUG, "node %d: device survey and engines set up at a host call, for non-blocking device calls",
             node->node);
     in.on_device = 1;
@@ -205,8 +236,12 @@ static har_status_t set_up_for_device(har_comm_t *c, har_plan_in_t in, agreed_t 
     in.cls = c->gpu.cls;
     agreed->ctx_ranks = agreed->current_ranks;
     /* The engines of the smallest calls and of the largest that go ahead
-     * (the same engine, as the shipped rules stand). */
-    const uint64_t sizes[2] = {in.elem, (uint64_t)c->set.device_ahead_max};
+     * (the same engine, as the shipped rules stand), for a type and op
+     * the kernels reduce (this call's may not be one). */
+    in.dev_type = HAR_DT_F32;
+    in.dev_op = HAR_OP_SUM;
+    in.elem = 4;
+    const uint64_t sizes[2] = {4, (uint64_t)c->set.device_ahead_max};
     for (int k = 0; k < 2; k++) {
         in.bytes = sizes[k];
         in.engines = engines_on_offer(c, agreed->ctx_ranks);
@@ -319,6 +354,18 @@ void har_comm_end_open(har_comm_t *c)
     end_older(c, c->calls + 1, 0);
 }
 
+/* Under MPI_THREAD_MULTIPLE the kernels' non-blocking calls are not
+ * started (the MPI's serve them): several threads' calls on several
+ * communicators at once hung or faulted on one GPU under MPS (not
+ * understood; docs/LIMITATIONS.md). Every rank of a job asks for the same
+ * level in practice, so all decide alike. */
+static int thread_multiple(void)
+{
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    return level == MPI_THREAD_MULTIPLE;
+}
+
 /* Call `no` planned from every local rank's record: the arrival, then the
  * plan for what the node agreed (`host`: the plan for host buffers). */
 static har_status_t plan_at_arrival(har_comm_t *c, har_call_t *call, uint64_t no, har_plan_in_t in,
@@ -335,8 +382,8 @@ static har_status_t plan_at_arrival(har_comm_t *c, har_call_t *call, uint64_t no
         return HAR_ERR_INTERNAL;
     }
     if (!agreed.all_device) {
-        if (agreed.wants_device && !c->surveyed && agreed.current_ranks == node->local_size &&
-            (st = set_up_for_device(c, in, &agreed)) != HAR_OK)
+        if (agreed.wants_device && !c->surveyed && agreed.current_ranks == node->local_size && node->nnodes == 1 &&
+            !thread_multiple() && (st = set_up_for_device(c, in, &agreed)) != HAR_OK)
             return st;
         *plan = *host;  /* the same inputs as before the arrival */
         return HAR_OK;
@@ -409,18 +456,6 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
     return plan_at_arrival(c, call, no, in, &host, plan);
 }
 
-/* Under MPI_THREAD_MULTIPLE the kernels' non-blocking calls are not
- * started (the MPI's serve them): several threads' calls on several
- * communicators at once hung or faulted on one GPU under MPS (not
- * understood; docs/LIMITATIONS.md). Every rank of a job asks for the same
- * level in practice, so all decide alike. */
-static int thread_multiple(void)
-{
-    int level = MPI_THREAD_SINGLE;
-    PMPI_Query_thread(&level);
-    return level == MPI_THREAD_MULTIPLE;
-}
-
 har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan,
                             har_pending_t **pending)
 {
@@ -437,7 +472,7 @@ har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, ha
     har_plan_in_t in = plan_in(c, call, forced);
     *plan = har_plan(&in, &c->set);  /* offers only engines not failed */
     int anywhere = plan->engine != HAR_PATH_MPI && har_engine_set()->by_path[plan->engine]->starts_anywhere;
-    if (!anywhere && !c->surveyed && call->gpu >= 0) har_comm_want_device();
+    if (!anywhere && !c->surveyed && call->gpu >= 0) har_comm_want_device(node->comm);
     if ((!anywhere && (!c->surveyed || thread_multiple() || !ahead_plan(c, in, plan))) ||
         !har_engines[plan->engine]->start) {
         mpi_plan(plan);

@@ -44,11 +44,10 @@ HAR_HIDDEN void har_pending_free(har_pending_t *p);
 HAR_HIDDEN void har_comm_end_open(har_comm_t *c);
 
 /* A non-blocking call on device buffers went to the MPI because no
- * blocking device call had set its communicator up (or no state exists
- * yet): the next blocking call on a communicator not set up, with a
- * current CUDA context on every local rank, sets it up for device buffers
- * at its arrival. */
-HAR_HIDDEN void har_comm_want_device(void);
+ * blocking device call had set comm up (or no state exists yet): comm's
+ * next blocking call, on one node, with a current CUDA context on every
+ * local rank, sets it up for device buffers at its arrival. */
+HAR_HIDDEN void har_comm_want_device(MPI_Comm comm);
 
 /* Does this rank have CUDA at call `no`: device buffers, or a current
  * context? (Cheap while the application has not loaded libcuda.) */

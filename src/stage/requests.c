@@ -188,8 +188,7 @@ static int comm_freed(MPI_Comm comm, int kv, void *attr, void *extra)
 }
 static void make_keyval(void) { PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_freed, &comm_keyval, NULL); }
 
-/* Whether comm tells the table when it is freed. */
-static int watch_comm(MPI_Comm comm)
+int har_request_watch_comm(MPI_Comm comm)
 {
     pthread_once(&keyval_once, make_keyval);
     void *v;
@@ -208,10 +207,6 @@ int har_request_persistent(void *slot, har_stage_t *s, har_call_t *call, MPI_Com
         if (s) har_stage_release(s);
         return rc;
     }
-    if (call && !watch_comm(comm)) {
-        free(call);
-        call = NULL;
-    }
     e->req = *req;
     if (s) e->stage = *s;
     e->call = call;
@@ -222,8 +217,8 @@ int har_request_persistent(void *slot, har_stage_t *s, har_call_t *call, MPI_Com
     return rc;
 }
 
-/* The entries of reqs[0..n-1], claimed (NULL where a request is not
- * staged); how many were found. */
+/* The entries of reqs[0..n-1], claimed (NULL where a request is not in
+ * the table); how many were found. */
 static int claim(int n, const MPI_Request reqs[], entry_t *found[])
 {
     int k = 0;
@@ -307,9 +302,8 @@ static void settle_failed(entry_t *e, MPI_Request now)
 /* Room for the entries of an array of requests, for the array the MPI
  * sees (each stand-in in its request's place), and for statuses where the
  * caller gave none but har must read their errors: on the stack for short
- * arrays. 0 when there is nothing to look up (or no memory for a long
- * array: the MPI then completes the requests without har, as if none were
- * staged). */
+ * arrays. 0 when there is nothing to look up or no memory for a long
+ * array. */
 #define SHORT 16
 typedef struct {
     entry_t *stack[SHORT], **e;
@@ -339,10 +333,19 @@ static void unroom(room_t *r)
 }
 
 /* Room (statuses: for them too), the claimed entries of reqs and the
- * array the MPI is to see; 0: none of them is in the table. */
+ * array the MPI is to see: 1; 0: none of them is in the table; -1: no
+ * memory for a long array (the MPI cannot complete har's requests alone:
+ * the call fails with MPI_ERR_NO_MEM). */
 static int claim_all(room_t *r, int n, const MPI_Request reqs[], int statuses, MPI_Status *given)
 {
-    if (!room(r, n, statuses, given) || !claim(n, reqs, r->e)) {
+    if (!room(r, n, statuses, given)) {
+        unroom(r);
+        if (n <= 0) return 0;
+        har_log(HAR_LOG_ERROR, "no memory to complete %d requests", n);
+        PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_NO_MEM);
+        return -1;
+    }
+    if (!claim(n, reqs, r->e)) {
         unroom(r);
         return 0;
     }
@@ -430,7 +433,8 @@ static int settle_all(int n, const MPI_Request view[], entry_t *e[], MPI_Status 
 int har_staged_waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 {
     room_t r;
-    if (!claim_all(&r, n, reqs, 1, statuses)) return PMPI_Waitall(n, reqs, statuses);
+    int found = claim_all(&r, n, reqs, 1, statuses);
+    if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Waitall(n, reqs, statuses);
     /* Not MPI_Testall, which MPICH 4 fails with a persistent collective
      * among the requests: a probe moves the MPI's progress as well. */
     for (int flag; !own_progress(n, r.e);) PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
@@ -444,7 +448,8 @@ int har_staged_waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 int har_staged_testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[])
 {
     room_t r;
-    if (!claim_all(&r, n, reqs, 1, statuses)) return PMPI_Testall(n, reqs, flag, statuses);
+    int found = claim_all(&r, n, reqs, 1, statuses);
+    if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Testall(n, reqs, flag, statuses);
     own_progress(n, r.e);
     *flag = 0;
     int rc = PMPI_Testall(n, r.view, flag, r.st);
@@ -470,7 +475,8 @@ static int settle_any(int n, entry_t *e[], int index, int completed, int ok)
 int har_staged_waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
 {
     room_t r;
-    if (!claim_all(&r, n, reqs, 0, NULL)) return PMPI_Waitany(n, reqs, index, status);
+    int found = claim_all(&r, n, reqs, 0, NULL);
+    if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Waitany(n, reqs, index, status);
     *index = MPI_UNDEFINED;
     int rc = MPI_SUCCESS, flag = 0;
     while (!own_progress(n, r.e) && (rc = PMPI_Testany(n, r.view, index, &flag, status)) == MPI_SUCCESS && !flag) {}
@@ -485,7 +491,8 @@ int har_staged_waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status
 int har_staged_testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
 {
     room_t r;
-    if (!claim_all(&r, n, reqs, 0, NULL)) return PMPI_Testany(n, reqs, index, flag, status);
+    int found = claim_all(&r, n, reqs, 0, NULL);
+    if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Testany(n, reqs, index, flag, status);
     own_progress(n, r.e);
     *index = MPI_UNDEFINED;
     *flag = 0;
@@ -521,7 +528,8 @@ static int settle_some(int n, const MPI_Request view[], entry_t *e[], int rc, in
 int har_staged_waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
 {
     room_t r;
-    if (!claim_all(&r, n, reqs, 1, statuses)) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
+    int found = claim_all(&r, n, reqs, 1, statuses);
+    if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Waitsome(n, reqs, outcount, indices, statuses);
     *outcount = MPI_UNDEFINED;
     int rc = MPI_SUCCESS, some = 0;
     while (!own_progress(n, r.e) && (rc = PMPI_Testsome(n, r.view, outcount, indices, r.st)) == MPI_SUCCESS &&
@@ -536,7 +544,8 @@ int har_staged_waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
 int har_staged_testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
 {
     room_t r;
-    if (!claim_all(&r, n, reqs, 1, statuses)) return PMPI_Testsome(n, reqs, outcount, indices, statuses);
+    int found = claim_all(&r, n, reqs, 1, statuses);
+    if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Testsome(n, reqs, outcount, indices, statuses);
     own_progress(n, r.e);
     *outcount = MPI_UNDEFINED;
     int rc = PMPI_Testsome(n, r.view, outcount, indices, r.st);
@@ -568,10 +577,10 @@ int har_staged_request_get_status(MPI_Request req, int *flag, MPI_Status *status
  * erroneous: the MPI's class for a request it cannot take. */
 static int refuse(entry_t *e)
 {
+    MPI_Comm comm = e->comm;
     unclaim(e);
-    int rc = MPI_ERR_REQUEST;
-    PMPI_Comm_call_errhandler(e->comm, rc);
-    return rc;
+    PMPI_Comm_call_errhandler(comm, MPI_ERR_REQUEST);
+    return MPI_ERR_REQUEST;
 }
 
 int har_staged_request_free(MPI_Request *req)
@@ -669,7 +678,8 @@ int har_staged_start(MPI_Request *req, har_start_own_t own_start)
 int har_staged_startall(int n, MPI_Request reqs[], har_start_own_t own_start)
 {
     room_t r;
-    if (!claim_all(&r, n, reqs, 0, NULL)) return PMPI_Startall(n, reqs);
+    int found = claim_all(&r, n, reqs, 0, NULL);
+    if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Startall(n, reqs);
     /* One by one in the array's order (MPI_Startall starts them in some
      * order): har's starts and the MPI's, which every rank decides alike.
      * After a failure the rest stay inactive. */

@@ -1,12 +1,15 @@
 /* The table of staged requests: the non-blocking and persistent
- * collectives whose device buffers the MPI works on as host copies. The
- * completion calls (MPI_Wait and the rest, MPI_Start, MPI_Request_free)
- * find their requests in it, copy results back to the device when an
- * operation completes, and give the copies back.
+ * collectives whose device buffers the MPI works on as host copies; har's
+ * own non-blocking calls; and every persistent all-reduce whose starts
+ * har may serve, for its life. The completion calls (MPI_Wait and the
+ * rest, MPI_Start, MPI_Request_free) find their requests in it, copy
+ * results back to the device when an operation completes, and give the
+ * copies back.
  *
  * Nearly every completion call of a program is of requests that are not
- * staged (point-to-point, host collectives), and the table is then empty:
- * each call below is one load and one branch before the MPI's own. A
+ * in it (point-to-point, host collectives); while the table is empty each
+ * call below is one load and one branch before the MPI's own, and while a
+ * persistent all-reduce lives, a lock and a look through the table. A
  * request is looked up before the MPI's call, while its handle is still
  * its own (the MPI may hand the same value to a new request as soon as it
  * completes one, in another thread). Safe under MPI_THREAD_MULTIPLE. */
@@ -34,6 +37,10 @@ HAR_HIDDEN int har_request_post(void *slot, har_stage_t *s, int rc, MPI_Request 
  * where har may serve its starts, its call (from har_persistent_describe;
  * the table owns it). On failure what was given goes back. Returns rc. */
 struct har_call;
+/* Before a persistent request har may serve is made on comm: 1 once comm
+ * tells the table when it is freed (its requests' later starts are then
+ * the MPI's); 0 if the MPI refused the attribute. */
+HAR_HIDDEN int har_request_watch_comm(MPI_Comm comm);
 HAR_HIDDEN int har_request_persistent(void *slot, har_stage_t *s, struct har_call *call, MPI_Comm comm, int rc,
                                       MPI_Request *req);
 
