@@ -86,23 +86,17 @@ static float uniform(uint64_t *s) { return (float)((mix(++*s) >> 40) * (1.0 / (1
 
 static size_t bucket_len(const layer_t *l) { return (size_t)l->out * l->in + (size_t)l->out; }
 
-static void to_bucket(layer_t *l)
+/* Copies a layer's gradient into its bucket (in) or back (!in). */
+static void bucket_copy(layer_t *l, int in)
 {
+    void *dst = in ? (void *)l->bucket : (void *)l->grad;
+    const void *src = in ? (const void *)l->grad : (const void *)l->bucket;
+    size_t bytes = bucket_len(l) * sizeof(float);
 #ifdef OVERLAP_CUDA
-    CUDA_CHECK(cudaMemcpyAsync(l->bucket, l->grad, bucket_len(l) * sizeof(float), cudaMemcpyHostToDevice, copies));
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, in ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, copies));
     CUDA_CHECK(cudaStreamSynchronize(copies));
 #else
-    memcpy(l->bucket, l->grad, bucket_len(l) * sizeof(float));
-#endif
-}
-
-static void from_bucket(layer_t *l)
-{
-#ifdef OVERLAP_CUDA
-    CUDA_CHECK(cudaMemcpyAsync(l->grad, l->bucket, bucket_len(l) * sizeof(float), cudaMemcpyDeviceToHost, copies));
-    CUDA_CHECK(cudaStreamSynchronize(copies));
-#else
-    memcpy(l->grad, l->bucket, bucket_len(l) * sizeof(float));
+    memcpy(dst, src, bytes);
 #endif
 }
 
@@ -188,7 +182,7 @@ static double step(int s, int nonblocking, MPI_Comm comm, float *first_grad)
     for (int k = LAYERS; k >= 0; k--) {
         backward_layer(k);
         if (k == 0 && first_grad) memcpy(first_grad, layers[0].grad, bucket_len(&layers[0]) * sizeof(float));
-        to_bucket(&layers[k]);
+        bucket_copy(&layers[k], 1);
         int n = (int)bucket_len(&layers[k]);
         if (nonblocking) MPI_Iallreduce(MPI_IN_PLACE, layers[k].bucket, n, MPI_FLOAT, MPI_SUM, comm, &reqs[k]);
         else MPI_Allreduce(MPI_IN_PLACE, layers[k].bucket, n, MPI_FLOAT, MPI_SUM, comm);
@@ -196,7 +190,7 @@ static double step(int s, int nonblocking, MPI_Comm comm, float *first_grad)
     if (nonblocking) MPI_Waitall(LAYERS + 1, reqs, MPI_STATUSES_IGNORE);
     for (int k = 0; k <= LAYERS; k++) {
         layer_t *l = &layers[k];
-        from_bucket(l);
+        bucket_copy(l, 0);
         for (size_t i = 0; i < bucket_len(l); i++) l->param[i] -= RATE * l->grad[i] / (float)nranks;
     }
     return loss;
