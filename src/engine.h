@@ -28,6 +28,7 @@ typedef struct har_call {
     /* The arrival (comm/call.c) carried the first chunk's input into the
      * host slot of this rank / of every local rank (an engine's preload). */
     int loaded_me, loaded_all;
+    int beside;                     /* another call of this process was in progress when it began (comm/call.c) */
 } har_call_t;
 
 /* What ranks must agree on about a call (and its number on the

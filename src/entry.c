@@ -258,6 +258,7 @@ int har_allreduce_count(const void *sbuf, void *rbuf, har_count_t count, MPI_Dat
         int forced = __atomic_load_n(&algo_override, __ATOMIC_RELAXED);
         st = har_comm_plan(c, &call, forced >= 0 ? (unsigned)forced : c->set.algo, &plan);
         if (st == HAR_OK && plan.engine != HAR_PATH_MPI) st = har_comm_run(c, &call, &plan);
+        har_comm_done();
     }
     if (st == HAR_OK && plan.engine == HAR_PATH_MPI && ours && call.bad == HAR_BUFFERS_OVERLAP) {
         /* The MPIs do not all catch it (Open MPI returns success, whatever

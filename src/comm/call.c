@@ -28,6 +28,7 @@ typedef struct {
     int went_ahead;     /* some rank went ahead (launched with no host step): all must run its kernels */
     int wants_device;   /* some rank's non-blocking device calls wait for a set-up */
     int current_ranks;  /* ranks with a current CUDA context (host buffers) */
+    int beside;         /* some rank had another call in progress when this one began */
 } agreed_t;
 
 /* Communicators on which this process made a non-blocking device call
@@ -135,6 +136,7 @@ static har_arrival_t *post(har_comm_t *c, const har_call_t *call, uint64_t no, u
         if (wanted(c->node.comm, 0)) flags |= HAR_ARRIVE_WANTS_DEVICE;
         if (har_cuda_context_current()) flags |= HAR_ARRIVE_CURRENT_CTX;
     }
+    if (call->beside) flags |= HAR_ARRIVE_BESIDE;
     mine->flags = (uint8_t)(flags | (on_gpu && har_cuda_context_for(call->gpu) ? HAR_ARRIVE_CTX : 0) |
                             (!c->surveyed || call->gpu == c->gpu.ordinal ? HAR_ARRIVE_SAME : 0));
     /* The number first: a peer that reads the record while this rank
@@ -173,6 +175,7 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const h
     agreed->went_ahead = 0;
     agreed->wants_device = 0;
     agreed->current_ranks = 0;
+    agreed->beside = 0;
     for (int r = 0; r < node->local_size; r++) {
         const har_arrival_t *a = &har_seg_ctl(seg, r)->arrival[no & 1];
         if (a->bad && bad < 0) bad = r;
@@ -183,6 +186,7 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const h
         agreed->went_ahead |= (a->flags & HAR_ARRIVE_AHEAD) != 0;
         agreed->wants_device |= (a->flags & HAR_ARRIVE_WANTS_DEVICE) != 0;
         agreed->current_ranks += (a->flags & HAR_ARRIVE_CURRENT_CTX) != 0;
+        agreed->beside |= (a->flags & HAR_ARRIVE_BESIDE) != 0;
     }
     if (bad >= 0) {
         /* Every local rank fails the call here, the other nodes by the
@@ -354,11 +358,43 @@ void har_comm_end_open(har_comm_t *c)
     end_older(c, c->calls + 1, 0);
 }
 
-/* Under MPI_THREAD_MULTIPLE the kernels' non-blocking calls are not
- * started (the MPI's serve them): several threads' calls on several
- * communicators at once hung or faulted on one GPU under MPS (not
- * understood; docs/LIMITATIONS.md). Every rank of a job asks for the same
- * level in practice, so all decide alike. */
+/* Two calls of one process at once on kernels that wait on the GPU for
+ * their peers can wait for each other across ranks: a thread held in a
+ * cudaFree (it waits for the whole GPU, so for one call's kernels) or in
+ * the launch after it cannot launch the other call's kernels, which a
+ * peer's kernels wait for, and the peer's threads are held the same way.
+ * So a call that begins while another of this process is in progress
+ * (har_comm_plan to har_comm_done) says so at its arrival, and where any
+ * rank said so the node serves it without those engines (the host
+ * segment takes device buffers too): on the kernels at most one call per
+ * process is in flight, begun when no other was anywhere on the node,
+ * and its peers' threads are at worst held until the GPU's other work,
+ * never waiting on GPU peers, ends. */
+static _Atomic int in_progress;
+
+/* The engines whose kernels wait on the GPU for their peers'. */
+static unsigned waiting_engines(void)
+{
+    unsigned mask = 0;
+    for (int e = 0; e < HAR_PATH_COUNT; e++) {
+        const har_engine_traits_t *t = har_engine_set()->by_path[e];
+        if (t && (t->takes & HAR_TAKES_DEVICE) && !(t->takes & HAR_TAKES_HOST)) mask |= 1u << e;
+    }
+    return mask;
+}
+
+/* Under MPI_THREAD_MULTIPLE no call goes ahead of the arrival, and so
+ * none is started non-blocking on the kernels (the MPI serves those). A
+ * kernel gone ahead waits on the GPU for peers that have not called yet,
+ * and a peer's thread may meanwhile be held in a CUDA call that waits for
+ * the whole device (cudaFree), so for that peer's kernel of another
+ * communicator, which waits for this rank, whose other thread is held
+ * the same way: 4 threads a rank, each calling on its own communicator
+ * with buffers made and freed per call, hung so (DESIGN-NOTES 59). A call
+ * that waits at the arrival launches once every peer is in it, and by the
+ * rule above it is then the only call of any of them on the kernels. Every rank
+ * of a job asks for the same level in practice, so all decide alike (a
+ * rank that goes ahead regardless is joined at the arrival). */
 static int thread_multiple(void)
 {
     int level = MPI_THREAD_SINGLE;
@@ -398,7 +434,7 @@ static har_status_t plan_at_arrival(har_comm_t *c, har_call_t *call, uint64_t no
     in.shared_gpu = c->gpu.shared_gpu;
     in.cls = c->gpu.cls;
     for (;;) {
-        in.engines = engines_on_offer(c, agreed.ctx_ranks);
+        in.engines = engines_on_offer(c, agreed.ctx_ranks) & (agreed.beside ? ~waiting_engines() : ~0u);
         *plan = har_plan(&in, &c->set);
         plan->paths &= ~HAR_BIT(AHEAD);  /* every rank arrived: nobody went ahead */
         if (plan->engine == HAR_PATH_MPI || c->eng[plan->engine].state == HAR_ENGINE_READY) return HAR_OK;
@@ -407,17 +443,20 @@ static har_status_t plan_at_arrival(har_comm_t *c, har_call_t *call, uint64_t no
     }
 }
 
+void har_comm_done(void) { atomic_fetch_sub(&in_progress, 1); }
+
 /* Are this rank's buffers where the kernels of calls gone ahead take them? */
 static int goes_ahead(const har_comm_t *c, const har_call_t *call)
 {
     return c->surveyed && c->node.nnodes == 1 && call->in_kind == HAR_MEM_DEVICE &&
-           call->out_kind == HAR_MEM_DEVICE && call->gpu == c->gpu.ordinal && !call->bad;
+           call->out_kind == HAR_MEM_DEVICE && call->gpu == c->gpu.ordinal && !call->bad && !thread_multiple();
 }
 
 har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan)
 {
     har_node_t *node = &c->node;
     har_seg_hdr_t *hdr = node->seg.hdr;
+    call->beside = atomic_fetch_add(&in_progress, 1) > 0;
     if (failed_before(c)) return HAR_ERR_PEER_FAILED;
     mpi_plan(plan);
     if (har_plan_declines(call->bytes, &c->set)) return HAR_OK;

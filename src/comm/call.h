@@ -12,6 +12,8 @@
 HAR_HIDDEN har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan);
 /* Carries a plan out on its engine (not the MPI: entry.c forwards). */
 HAR_HIDDEN har_status_t har_comm_run(har_comm_t *c, const har_call_t *call, har_plan_t *plan);
+/* The call har_comm_plan began has ended (run, forwarded or failed). */
+HAR_HIDDEN void har_comm_done(void);
 /* A call failed with `st` after peers were involved (a death, a time-out,
  * differing arguments across nodes, a CUDA error): the failure is recorded
  * for the local peers if nobody did yet, said once naming the rank at

@@ -66,11 +66,10 @@ typedef struct {
     size_t slot_bytes;
     char *base;                          /* own allocation */
     char *peer[HAR_DEV_MAX_RANKS];       /* every rank's allocation as mapped here */
-    /* har's own stream, a blocking one: it waits for work the application
-     * queued on the legacy default stream (a cudaMemcpy from pageable memory
-     * returns before its DMA has landed), and the application's later work
-     * there waits for har's. */
+    /* har's own stream (stream.h: non-blocking, each launch ordered after
+     * the application's legacy default stream by legacy_seen). */
     cudaStream_t stream;
+    cudaEvent_t legacy_seen;
     volatile int *abort_host;            /* pinned, mapped: kernels poll it */
     int *abort_dev;
     char *stage[2], *tmp;                /* pinned host, across nodes: shards in turn, the transport's scratch */
@@ -144,6 +143,7 @@ static void ipc_destroy(void *engine)
         if (d->peer[r] && r != d->me) cudaIpcCloseMemHandle(d->peer[r]);
     if (d->base) cudaFree(d->base);
     if (d->stream) cudaStreamDestroy(d->stream);
+    if (d->legacy_seen) cudaEventDestroy(d->legacy_seen);
     if (d->resident_stream) {  /* a resident grid still waiting for calls ends now */
         /* Relaunches are the grid's cost: one per call means it idles out between calls. */
         HAR_LOG(HAR_LOG_INFO, "resident grid: %llu generation(s) launched for %llu push call(s)",
@@ -287,11 +287,14 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         size_t bytes = d->slots_at + (size_t)d->nslots * d->slot_bytes;
         uint32_t pattern[4] = {0x68617221u, (uint32_t)d->me, 0, 0};
         ok = har_gpu_enter(d->gpu, &scope) == HAR_OK &&
-             har_gpu_check(cudaStreamCreateWithFlags(&d->stream, cudaStreamDefault), "cudaStreamCreate") == HAR_OK &&
+             har_gpu_stream_create((void **)&d->stream) == HAR_OK &&
              har_gpu_check(cudaMalloc((void **)&d->base, bytes), "cudaMalloc (CUDA IPC segment)") == HAR_OK &&
              har_gpu_check(cudaMemset(d->base, 0, d->slots_at), "cudaMemset") == HAR_OK &&
              har_gpu_check(cudaMemcpy(d->base + HAR_DEV_PROBE_OFFSET, pattern, 16, cudaMemcpyHostToDevice),
                            "cudaMemcpy") == HAR_OK &&
+             /* both landed before a peer can see the segment: they went on the legacy stream, which
+              * har's streams do not follow by themselves */
+             har_gpu_check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize") == HAR_OK &&
              har_gpu_check(cudaIpcGetMemHandle(&mine.handle, d->base), "cudaIpcGetMemHandle") == HAR_OK &&
              har_gpu_check(cudaHostAlloc((void **)&d->abort_host, sizeof(int), cudaHostAllocMapped),
                            "cudaHostAlloc") == HAR_OK &&
@@ -302,8 +305,7 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
              har_gpu_check(cudaHostGetDevicePointer((void **)&d->push_host_dev, d->push_host, 0),
                            "mapped push flags") == HAR_OK &&
              (!d->resident_idle_ns ||
-              (har_gpu_check(cudaStreamCreateWithFlags(&d->resident_stream, cudaStreamNonBlocking),
-                             "cudaStreamCreate") == HAR_OK &&
+              (har_gpu_stream_create((void **)&d->resident_stream) == HAR_OK &&
                har_gpu_check(cudaMalloc((void **)&d->relay, sizeof *d->relay), "cudaMalloc (resident relay)") == HAR_OK &&
                har_gpu_check(cudaMemset(d->relay, 0, sizeof *d->relay), "cudaMemset") == HAR_OK));
         if (!ok) snprintf(why, sizeof why, "a CUDA call failed (above), %zu bytes of GPU memory asked", bytes);
@@ -458,7 +460,7 @@ static har_status_t across_buffers(ipc_t *d, int inter)
     if (har_inter_takes(inter, HAR_MEM_DEVICE)) {
         if (st == HAR_OK && !d->dtmp) st = har_gpu_check(cudaMalloc((void **)&d->dtmp, d->slot_bytes), "cudaMalloc");
         if (st == HAR_OK && !d->fold)
-            st = har_gpu_check(cudaStreamCreateWithFlags(&d->fold, cudaStreamNonBlocking), "cudaStreamCreate");
+            st = har_gpu_stream_create((void **)&d->fold);
         return st;
     }
     for (int i = 0; i < 2 && st == HAR_OK; i++)
@@ -549,8 +551,8 @@ static har_status_t launch_chunks(ipc_t *d, har_node_t *node, const har_call_t *
     a.differs = d->push_host_dev->differs;
     for (int r = 0; r < d->nranks; r++) a.flags[r] = d->peer[r];
     size_t chunk = har_chunk_elems(plan->chunk_bytes, a.elem);
-    har_status_t st = HAR_OK;
-    if (node->nnodes > 1) {
+    har_status_t st = har_gpu_follow_legacy(d->stream, (void **)&d->legacy_seen);
+    if (st == HAR_OK && node->nnodes > 1) {
         har_gpu_watch_t watch = {NULL, stop_call, w};
         if ((st = across_buffers(d, plan->inter)) == HAR_OK)
             st = run_across(d, node, call, &a, chunk, plan->inter, &watch);
@@ -654,16 +656,6 @@ static int push_done(void *ctx)
     return 1;
 }
 
-/* Has the application's legacy default stream nothing left to do? A
- * launched kernel on har's stream waits for that work; a call posted to
- * the resident grid cannot, so it is posted only then. */
-static int legacy_stream_idle(void)
-{
-    cudaError_t e = cudaStreamQuery(cudaStreamLegacy);
-    if (e != cudaSuccess && e != cudaErrorNotReady) cudaGetLastError();
-    return e == cudaSuccess;
-}
-
 /* Queues push call `no` (kernels.cu), its watch in *w: launched, or posted
  * to the resident grid where one may serve it (`may_post`: a blocking call
  * with HAR_DEVICE_RESIDENT) and the application's input has landed. */
@@ -693,9 +685,13 @@ static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *ca
     a.abort = d->abort_dev;
     a.done = d->push_host_dev->done;
     a.differs = d->push_host_dev->differs;
-    *resident = may_post && d->resident_idle_ns && legacy_stream_idle();
+    /* A launched kernel waits for the application's input on the legacy
+     * stream; a call posted to the resident grid cannot, so it is posted
+     * only where that stream is idle. */
+    *resident = may_post && d->resident_idle_ns && har_gpu_legacy_idle();
     if (*resident) st = post_resident(d, &a);
-    else st = har_gpu_check(har_dev_push(&a, d->push_blocks, d->stream), "kernel launch");
+    else if ((st = har_gpu_follow_legacy(d->stream, (void **)&d->legacy_seen)) == HAR_OK)
+        st = har_gpu_check(har_dev_push(&a, d->push_blocks, d->stream), "kernel launch");
     *w = (call_watch_t){d, node, call, no, seq, d->push_blocks, "push"};
     return st;  /* failed: never pushed, its peers wait until the caller fails the segment */
 }

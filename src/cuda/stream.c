@@ -28,6 +28,30 @@ void har_gpu_leave(const har_gpu_scope_t *scope)
     if (scope->switched) har_cuda_context_restore(scope->saved);
 }
 
+har_status_t har_gpu_stream_create(void **stream)
+{
+    return har_gpu_check(cudaStreamCreateWithFlags((cudaStream_t *)stream, cudaStreamNonBlocking), "cudaStreamCreate");
+}
+
+int har_gpu_legacy_idle(void)
+{
+    cudaError_t e = cudaStreamQuery(cudaStreamLegacy);
+    if (e != cudaSuccess && e != cudaErrorNotReady) cudaGetLastError();
+    return e == cudaSuccess;
+}
+
+har_status_t har_gpu_follow_legacy(void *stream, void **event)
+{
+    if (har_gpu_legacy_idle()) return HAR_OK;
+    har_status_t st = HAR_OK;
+    if (!*event) st = har_gpu_check(cudaEventCreateWithFlags((cudaEvent_t *)event, cudaEventDisableTiming), "event");
+    if (st == HAR_OK)
+        st = har_gpu_check(cudaEventRecord((cudaEvent_t)*event, cudaStreamLegacy), "cudaEventRecord (legacy stream)");
+    return st == HAR_OK ? har_gpu_check(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)*event, 0),
+                                        "cudaStreamWaitEvent")
+                        : st;
+}
+
 /* Waits until `done` says so (1; a negative cudaError_t fails). Spins
  * first: the common case ends within microseconds. */
 static har_status_t wait_until(int (*done)(void *ctx), void *ctx, cudaStream_t s, har_node_t *node,

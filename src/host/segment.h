@@ -31,6 +31,9 @@ enum {
      * for want of that set-up; it has a current CUDA context. */
     HAR_ARRIVE_WANTS_DEVICE = 16,
     HAR_ARRIVE_CURRENT_CTX = 32,
+    /* Another call of this process was in progress when this one began
+     * (threads): the node keeps it off the kernels (comm/call.c). */
+    HAR_ARRIVE_BESIDE = 64,
 };
 /* Why a rank's buffers cannot be used (every rank learns it at the arrival,
  * so that the call fails everywhere instead of leaving the others waiting). */

@@ -128,9 +128,13 @@ else
         check "stress, $np ranks under MPS: $iters MPI_Iallreduce of 64 KiB to 1 MiB, up to 8 in flight on the barrier kernels gone ahead, every result checked" \
             env HAR_TIMEOUT=120 $mpi $np "$stress" --iters $iters --medium --nonblocking 8 --seed $seed --expect ipc --expect ahead
     done
-    # (Not the threads case: under MPI_THREAD_MULTIPLE the MPI serves them,
-    # staged, as staging.sh checks.)
-    for case in inflight deadlock persistent; do
+    # Under MPI_THREAD_MULTIPLE the MPI serves them (staged), and blocking
+    # calls wait for the arrival, on the kernels unless another call of
+    # the process was in progress: 4 threads a rank, each on its own
+    # communicator, buffers made and freed (cudaFree) around every call.
+    check "3 ranks under MPS, 4 threads each on its own communicator (MPI_THREAD_MULTIPLE): the blocking calls on the kernels or, beside another, the host segment, MPI_Iallreduce staged, every result checked" \
+        env HAR_TIMEOUT=60 $mpi 3 "$bin/gpu/requests_gpu" threads --device --seed $seed --expect staged --blocking-by ipc,host_segment
+    for case in inflight deadlock crossed persistent; do
         check "3 ranks under MPS, MPI_Iallreduce after a blocking call, $case: har's kernels serve every predefined type (the derived types staged beside them)" \
             env HAR_TIMEOUT=60 $mpi 3 "$bin/gpu/requests_gpu" $case --device --seed $seed --expect har:ipc
     done

@@ -21,7 +21,7 @@ for np in 2 3; do
     check "$np ranks: every wrapped collective on device buffers, blocking and non-blocking, staged and right" \
         env $staged $mpi $np "$coll" --device --seed $seed --expect staged
 done
-for case in inflight deadlock persistent threads; do
+for case in inflight deadlock crossed persistent threads; do
     check "MPI_Iallreduce on device buffers, $case: staged, results back on the device at completion" \
         env $staged $mpi 3 "$req" $case --device --seed $seed --expect staged
 done

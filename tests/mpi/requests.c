@@ -5,17 +5,27 @@
  * rank computes alone, and the bytes between elements of derived types
  * left as they were.
  *
- * requests CASE [--device] [--expect staged|untouched|har:PATH [--setup-host]] [--seed N] [--rounds N]
+ * requests CASE [--device] [--expect staged|untouched|har:PATH [--setup-host]] [--blocking-by PATH]
+ *          [--seed N] [--rounds N]
  *   inflight    5 all-reduces of different types, counts and ops at once,
  *               beside a ring of Isend/Irecv, per round
  *   deadlock    rank 0 posts MPI_Iallreduce then MPI_Send, rank 1 MPI_Recv
  *               then MPI_Iallreduce: both complete (30 s alarm otherwise)
+ *   crossed     two communicators, ranks of one parity post MPI_Iallreduce
+ *               on the first, copy a device buffer to the host
+ *               (cudaMemcpy, on the legacy default stream), then post on
+ *               the second; the others in the other order (MPI allows
+ *               any order across communicators): all complete (30 s
+ *               alarm otherwise)
  *   persistent  MPI_Allreduce_init (MPIX_ under Open MPI 4.1) started by
  *               MPI_Start and MPI_Startall, freed, made again
- *   threads     4 threads, each on its own communicator (77: no
- *               MPI_THREAD_MULTIPLE)
+ *   threads     4 threads, each on its own communicator: inflight's
+ *               rounds, then blocking all-reduces on buffers made and
+ *               freed each call (77: no MPI_THREAD_MULTIPLE)
  *   badargs     bad arguments under MPI_ERRORS_RETURN: prints each call's
  *               error class (the test compares them with the MPI's own)
+ * --blocking-by PATH[,PATH...] (threads, without har:PATH): har's counters
+ * say that those paths served every blocking call between them.
  * --expect: har's counters say every all-reduce of this rank was staged, or
  * none was (and that each reached har's wrapper); har:PATH: a blocking
  * MPI_Allreduce first sets har up on each communicator, and then har
@@ -41,6 +51,8 @@
 static long long posted, posted_init;  /* this rank's calls, for the counters */
 static long long posted_own, setups;   /* --expect har:PATH: calls of predefined types and ops, and set-up calls */
 static long long started_own;          /* and starts of persistent requests of predefined types */
+static long long blocking_made;        /* the threads case's blocking calls */
+static char *blocking_by;              /* --blocking-by PATH[,PATH...] */
 static int set_up;                     /* --expect har:PATH */
 static int setup_host;                 /* --setup-host */
 static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -430,6 +442,39 @@ static void deadlock(void)
     slot_free(&s);
 }
 
+/* ---- crossed ---------------------------------------------------------------- */
+
+static void crossed(int rounds)
+{
+    MPI_Comm comm[2];
+    for (int c = 0; c < 2; c++) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &comm[c]);
+        setup_comm(comm[c]);
+    }
+    signal(SIGALRM, on_alarm);
+    for (int k = 0; k < rounds; k++) {
+        alarm(30);
+        slot_t s[2];
+        MPI_Request req[2];
+        int first = world_rank % 2, copied = 0;
+        for (int c = 0; c < 2; c++) {
+            slot_make(&s[c], S_INT_SUM, c ? 1000 : 7);
+            slot_fill(&s[c], c, k);
+        }
+        slot_post(&s[first], comm[first], &req[0]);
+        buf_get(&copied, s[!first].sbuf, sizeof copied);  /* the other call's first input: not yet posted */
+        if (copied != value(world_rank, 0, !first, k)) FAIL("crossed: the copy read %d", copied);
+        slot_post(&s[!first], comm[!first], &req[1]);
+        MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+        alarm(0);
+        for (int c = 0; c < 2; c++) {
+            slot_check(&s[c], c, k, "crossed case");
+            slot_free(&s[c]);
+        }
+    }
+    for (int c = 0; c < 2; c++) MPI_Comm_free(&comm[c]);
+}
+
 /* ---- persistent ------------------------------------------------------------ */
 
 static int mpich_underneath(void)
@@ -550,11 +595,32 @@ static void badargs(void)
 
 typedef struct { MPI_Comm comm; int t, rounds; } thread_arg_t;
 
+/* Blocking all-reduces of several sizes, each on buffers made and freed
+ * for it: on device buffers a cudaFree synchronises the whole GPU, so it
+ * waits for any call another thread has in flight, while that call's
+ * peers may be making the same wait. */
+static void blocking_calls(MPI_Comm comm, int t, int rounds)
+{
+    static const int counts[] = {3, 1000, 20000, 65537};
+    for (int k = 0; k < rounds; k++) {
+        slot_t s;
+        slot_make(&s, S_INT_SUM, counts[(k + t) % 4]);
+        slot_fill(&s, S_INT_SUM, k);
+        MPI_Allreduce(s.sbuf, s.rbuf, s.count, s.type, MPI_SUM, comm);
+        slot_check(&s, S_INT_SUM, k, "a blocking call");
+        slot_free(&s);
+    }
+    pthread_mutex_lock(&count_lock);
+    blocking_made += rounds;
+    pthread_mutex_unlock(&count_lock);
+}
+
 static void *worker(void *p)
 {
     thread_arg_t *a = p;
     rng_seed(1000u * (unsigned)a->t + (unsigned)world_rank);
     inflight(a->comm, a->rounds);
+    blocking_calls(a->comm, a->t, 4 * a->rounds);
     return NULL;
 }
 
@@ -569,6 +635,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--device")) on_device = 1;
         else if (!strcmp(argv[i], "--expect") && i + 1 < argc) set_up = !strncmp(expect = argv[++i], "har:", 4);
         else if (!strcmp(argv[i], "--setup-host")) setup_host = 1;
+        else if (!strcmp(argv[i], "--blocking-by") && i + 1 < argc) blocking_by = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = (unsigned)strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else {
@@ -591,6 +658,8 @@ int main(int argc, char **argv)
     } else if (!strcmp(what, "deadlock")) {
         if (world_size < 2) FAIL("deadlock needs 2 ranks");
         else deadlock();
+    } else if (!strcmp(what, "crossed")) {
+        crossed(rounds);
     } else if (!strcmp(what, "persistent")) {
 #ifdef ALLREDUCE_INIT
         persistent(rounds / 2);
@@ -620,7 +689,7 @@ int main(int argc, char **argv)
             MPI_Comm_free(&a[t].comm);
         }
     } else {
-        fprintf(stderr, "usage: requests inflight|deadlock|persistent|threads|badargs [--device] [--expect staged|untouched|har:PATH [--setup-host]]"
+        fprintf(stderr, "usage: requests inflight|deadlock|crossed|persistent|threads|badargs [--device] [--expect staged|untouched|har:PATH [--setup-host]] [--blocking-by PATH]"
                         " [--seed N] [--rounds N]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -630,10 +699,11 @@ int main(int argc, char **argv)
     if (set_up) {
         long long by = counter(expect + 4);
         long long others = on_device ? posted - posted_own : 0;  /* the derived types' and the warm-ups */
-        if (seen != posted || staged != others || by != posted_own + started_own + setups)
+        if (seen != posted || staged != others || by != posted_own + started_own + setups + blocking_made)
             FAIL("expected %s: har counted %lld MPI_Iallreduce (this rank made %lld), staged %lld (not %lld), and %lld "
-                 "calls by %s where %lld of predefined types, %lld persistent starts and %lld set-up calls were made",
-                 expect, seen, posted, staged, others, by, expect + 4, posted_own, started_own, setups);
+                 "calls by %s where %lld of predefined types, %lld persistent starts, %lld set-up calls and %lld "
+                 "other blocking calls were made",
+                 expect, seen, posted, staged, others, by, expect + 4, posted_own, started_own, setups, blocking_made);
     } else if (expect) {
         int want_staged = !strcmp(expect, "staged");
         if (seen != posted || seen_init != posted_init)
@@ -643,9 +713,20 @@ int main(int argc, char **argv)
             FAIL("expected %s: %lld of %lld all-reduces and %lld of %lld inits staged", expect, staged, posted,
                  staged_init, posted_init);
     }
+    char by_paths[160] = "";
+    if (blocking_by && !set_up) {
+        long long by = 0;
+        for (char *path = strtok(blocking_by, ","); path; path = strtok(NULL, ",")) {
+            by += counter(path);
+            snprintf(by_paths + strlen(by_paths), sizeof by_paths - strlen(by_paths), "%s %s=%lld",
+                     by_paths[0] ? "," : "; blocking calls by", path, counter(path));
+        }
+        if (by != blocking_made) FAIL("har counted %lld calls by those paths (%s), where this rank made %lld blocking calls",
+                                      by, by_paths, blocking_made);
+    }
     MPI_Op_free(&strided_sum);
-    printf("requests: rank %d: %s: %s (%lld MPI_Iallreduce, %lld inits; har counted %lld, staged %lld)\n",
-           world_rank, what, failures ? "FAILED" : "ok", posted, posted_init, seen, staged);
+    printf("requests: rank %d: %s: %s (%lld MPI_Iallreduce, %lld inits; har counted %lld, staged %lld%s)\n",
+           world_rank, what, failures ? "FAILED" : "ok", posted, posted_init, seen, staged, by_paths);
     MPI_Finalize();
     return failures != 0;
 }

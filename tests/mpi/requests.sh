@@ -7,8 +7,9 @@
 # within bounds at the end). Cases (tests/mpi/requests.c): several in
 # flight beside point-to-point requests, completed by each completion call
 # in a random order; rank 0's MPI_Iallreduce before its MPI_Send, rank 1's
-# after its MPI_Recv; persistent requests started, freed, made again;
-# threads. The same cases with har serving the calls itself (the test
+# after its MPI_Recv; two communicators posted in opposite orders by
+# half the ranks, a copy from the device between; persistent requests
+# started, freed, made again; threads (and blocking calls from them). The same cases with har serving the calls itself (the test
 # build's engine). Bad arguments get the MPI's own errors on either path.
 . "$top_srcdir/tests/lib.sh"
 plain="$bin/mpi/requests_plain"
@@ -34,7 +35,7 @@ run_case() {
     -lhar -Wl,-rpath,"$top_builddir/.libs" -ldl -lpthread > "$tmp/cc" 2>&1
 tap_result $? "requests.c relinks with -lhar" "$tmp/cc"
 
-for case in inflight deadlock persistent threads; do
+for case in inflight deadlock crossed persistent threads; do
     run_case "$case: without har" $mpi 3 "$plain" $case --seed $seed
     run_case "$case: LD_PRELOAD=libhar.so, every call through har's wrapper, none staged" \
         env LD_PRELOAD="$lib" $mpi 3 "$plain" $case --seed $seed --expect untouched
@@ -51,7 +52,7 @@ done
 # completion call; 3 of the 5 calls a round are its own, so more than two
 # are in flight on one communicator; a persistent request it serves cannot
 # be started again or freed while it runs.
-for case in inflight deadlock persistent threads; do
+for case in inflight deadlock crossed persistent threads; do
     run_case "$case: HAR_ALGO=fake after a blocking call: har serves every MPI_Iallreduce and persistent start of a predefined type itself" \
         env HAR_ALGO=fake $mpi 3 "$linked" $case --seed $seed --expect har:fake
 done
