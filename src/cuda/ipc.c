@@ -66,10 +66,18 @@ typedef struct {
     size_t slot_bytes;
     char *base;                          /* own allocation */
     char *peer[HAR_DEV_MAX_RANKS];       /* every rank's allocation as mapped here */
-    /* har's own stream (stream.h: non-blocking, each launch ordered after
-     * the application's legacy default stream by legacy_seen). */
-    cudaStream_t stream;
-    cudaEvent_t legacy_seen;
+    /* har's streams. Blocking calls go on a blocking one: the driver
+     * orders it after the application's legacy default stream (a
+     * cudaMemcpy from pageable memory returns before its bytes land) at no
+     * cost to the host, and the host waits for it before the call returns,
+     * so work the application queues there later waits at most for the
+     * one such call in flight (comm/call.c keeps it one per process). The
+     * calls MPI_Iallreduce starts go on a non-blocking one (stream.h says
+     * why), ordered after the legacy stream by legacy_seen; a blocking
+     * call queued while they are open waits for them by started_end.
+     * `queue`: the one the call being queued goes on. */
+    cudaStream_t stream, started, queue;
+    cudaEvent_t legacy_seen, started_end;
     volatile int *abort_host;            /* pinned, mapped: kernels poll it */
     int *abort_dev;
     char *stage[2], *tmp;                /* pinned host, across nodes: shards in turn, the transport's scratch */
@@ -143,7 +151,9 @@ static void ipc_destroy(void *engine)
         if (d->peer[r] && r != d->me) cudaIpcCloseMemHandle(d->peer[r]);
     if (d->base) cudaFree(d->base);
     if (d->stream) cudaStreamDestroy(d->stream);
+    if (d->started) cudaStreamDestroy(d->started);
     if (d->legacy_seen) cudaEventDestroy(d->legacy_seen);
+    if (d->started_end) cudaEventDestroy(d->started_end);
     if (d->resident_stream) {  /* a resident grid still waiting for calls ends now */
         /* Relaunches are the grid's cost: one per call means it idles out between calls. */
         HAR_LOG(HAR_LOG_INFO, "resident grid: %llu generation(s) launched for %llu push call(s)",
@@ -287,7 +297,8 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         size_t bytes = d->slots_at + (size_t)d->nslots * d->slot_bytes;
         uint32_t pattern[4] = {0x68617221u, (uint32_t)d->me, 0, 0};
         ok = har_gpu_enter(d->gpu, &scope) == HAR_OK &&
-             har_gpu_stream_create((void **)&d->stream) == HAR_OK &&
+             har_gpu_check(cudaStreamCreateWithFlags(&d->stream, cudaStreamDefault), "cudaStreamCreate") == HAR_OK &&
+             har_gpu_stream_create((void **)&d->started) == HAR_OK &&
              har_gpu_check(cudaMalloc((void **)&d->base, bytes), "cudaMalloc (CUDA IPC segment)") == HAR_OK &&
              har_gpu_check(cudaMemset(d->base, 0, d->slots_at), "cudaMemset") == HAR_OK &&
              har_gpu_check(cudaMemcpy(d->base + HAR_DEV_PROBE_OFFSET, pattern, 16, cudaMemcpyHostToDevice),
@@ -372,7 +383,7 @@ static har_status_t launch(ipc_t *d, har_dev_args_t *a, int phase)
     a->phase = phase;
     a->epoch = phase == HAR_DEV_GATHER ? d->epoch - 1 : d->epoch;
     d->epoch += phase == HAR_DEV_WHOLE ? 2 : 1;
-    return har_gpu_check(har_dev_launch(a, har_dev_blocks(a->n * a->elem, d->max_blocks), d->stream), "kernel launch");
+    return har_gpu_check(har_dev_launch(a, har_dev_blocks(a->n * a->elem, d->max_blocks), d->queue), "kernel launch");
 }
 
 /* This rank's shard of a chunk, on the device. */
@@ -527,6 +538,7 @@ static void stop_failed(ipc_t *d)
 {
     stop_kernels(d);
     cudaStreamSynchronize(d->stream);
+    cudaStreamSynchronize(d->started);
     cudaGetLastError();
 }
 
@@ -551,7 +563,7 @@ static har_status_t launch_chunks(ipc_t *d, har_node_t *node, const har_call_t *
     a.differs = d->push_host_dev->differs;
     for (int r = 0; r < d->nranks; r++) a.flags[r] = d->peer[r];
     size_t chunk = har_chunk_elems(plan->chunk_bytes, a.elem);
-    har_status_t st = har_gpu_follow_legacy(d->stream, (void **)&d->legacy_seen);
+    har_status_t st = d->queue == d->started ? har_gpu_follow_legacy(d->started, (void **)&d->legacy_seen) : HAR_OK;
     if (st == HAR_OK && node->nnodes > 1) {
         har_gpu_watch_t watch = {NULL, stop_call, w};
         if ((st = across_buffers(d, plan->inter)) == HAR_OK)
@@ -690,8 +702,8 @@ static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *ca
      * only where that stream is idle. */
     *resident = may_post && d->resident_idle_ns && har_gpu_legacy_idle();
     if (*resident) st = post_resident(d, &a);
-    else if ((st = har_gpu_follow_legacy(d->stream, (void **)&d->legacy_seen)) == HAR_OK)
-        st = har_gpu_check(har_dev_push(&a, d->push_blocks, d->stream), "kernel launch");
+    else if (d->queue != d->started || (st = har_gpu_follow_legacy(d->started, (void **)&d->legacy_seen)) == HAR_OK)
+        st = har_gpu_check(har_dev_push(&a, d->push_blocks, d->queue), "kernel launch");
     *w = (call_watch_t){d, node, call, no, seq, d->push_blocks, "push"};
     return st;  /* failed: never pushed, its peers wait until the caller fails the segment */
 }
@@ -741,6 +753,13 @@ static har_status_t ipc_run(void *engine, har_node_t *node, const har_call_t *ca
     int here = call->in_kind == HAR_MEM_DEVICE && call->out_kind == HAR_MEM_DEVICE && call->gpu == d->gpu;
     har_call_t staged = *call;
     if (st == HAR_OK && !here) st = stage_call(d, call, &staged);
+    d->queue = d->stream;
+    if (st == HAR_OK && d->open_ops) {  /* after the started calls' kernels, as on one stream */
+        if (!d->started_end)
+            st = har_gpu_check(cudaEventCreateWithFlags(&d->started_end, cudaEventDisableTiming), "event");
+        if (st == HAR_OK) st = har_gpu_check(cudaEventRecord(d->started_end, d->started), "cudaEventRecord");
+        if (st == HAR_OK) st = har_gpu_check(cudaStreamWaitEvent(d->stream, d->started_end, 0), "cudaStreamWaitEvent");
+    }
     if (st == HAR_OK)
         st = plan->paths & HAR_BIT(PUSH) ? run_push(d, node, &staged, &resident) : run_chunks(d, node, &staged, plan);
     if (st == HAR_OK && !here) st = har_mem_copy(call->out, call->out_kind, staged.out, HAR_MEM_DEVICE, call->bytes);
@@ -775,11 +794,14 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
     int resident = 0;
     cudaEvent_t *ended = &d->op_ended[no & 1];
     har_status_t st = har_gpu_enter(d->gpu, &scope);
+    /* After the blocking calls too: the host saw each end (a push kernel
+     * writes its flags after its last access to the segments). */
+    d->queue = d->started;
     if (st == HAR_OK && !o->push && !*ended)
         st = har_gpu_check(cudaEventCreateWithFlags(ended, cudaEventDisableTiming), "event");
     if (st == HAR_OK && o->push) st = launch_push(d, node, &o->call, no, 0, &o->watch, &resident);
     else if (st == HAR_OK) st = launch_chunks(d, node, &o->call, plan, no, &o->watch);
-    if (st == HAR_OK && !o->push && (st = har_gpu_check(cudaEventRecord(*ended, d->stream), "cudaEventRecord")) != HAR_OK)
+    if (st == HAR_OK && !o->push && (st = har_gpu_check(cudaEventRecord(*ended, d->started), "cudaEventRecord")) != HAR_OK)
         stop_failed(d);
     har_gpu_leave(&scope);
     if (st != HAR_OK) {
@@ -816,7 +838,7 @@ static int ipc_test(void *op, har_status_t *st)
         if (now - o->checked < OP_CHECK_EVERY) return 0;
         o->checked = now;
         /* A kernel that faulted never writes its flags: the stream says so. */
-        cudaError_t e = cudaStreamQuery(d->stream);
+        cudaError_t e = cudaStreamQuery(d->started);
         *st = e == cudaSuccess || e == cudaErrorNotReady ? HAR_OK : har_gpu_check(e, "device");
         if (*st == HAR_OK) *st = har_node_check(w->node, o->waited_from, w->step);
         if (*st == HAR_OK) *st = ahead_poll(w);

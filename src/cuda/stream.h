@@ -34,16 +34,15 @@ HAR_HIDDEN har_status_t har_gpu_wait_event(void *stream, void *event, har_node_t
  * to mapped host memory: no stream query on the common path). */
 HAR_HIDDEN har_status_t har_gpu_wait_flags(void *stream, int (*done)(void *ctx), void *ctx, har_node_t *node,
                                            const har_gpu_watch_t *watch, const char *step);
-/* Makes one of har's streams. They are non-blocking: the application's
- * legacy default stream never waits for har's kernels, which wait for the
- * peers. With blocking streams a cudaMemcpy waited for every call queued
- * before it, an MPI_Iallreduce's or another thread's, and so for peers
- * that might reach that call only after their own cudaMemcpy: ranks that
- * queue calls on two communicators in different orders (as MPI allows)
- * waited for each other for ever. The other half of what a blocking
- * stream gave, that har's kernels read their input only after the work
- * the application queued there before the call (a cudaMemcpy from
- * pageable memory returns before its bytes land), is
+/* Makes a non-blocking stream: the application's legacy default stream
+ * never waits for har's kernels there, which may wait for the peers. With
+ * a blocking stream a cudaMemcpy waited for every MPI_Iallreduce queued
+ * before it, and so for peers that might reach that call only after their
+ * own cudaMemcpy: ranks that queue calls on two communicators in
+ * different orders (as MPI allows) waited for each other for ever. What a
+ * blocking stream gave besides, that har's kernels read their input only
+ * after the work the application queued there before the call (a
+ * cudaMemcpy from pageable memory returns before its bytes land), is
  * har_gpu_follow_legacy's. */
 HAR_HIDDEN har_status_t har_gpu_stream_create(void **stream);
 /* Is the legacy default stream idle (all work queued there so far done)? */

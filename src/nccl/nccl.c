@@ -1,6 +1,6 @@
 /* The NCCL engine: ncclAllReduce on the node communicator, loaded at run
- * time (never linked), on its own stream (cuda/stream.h) with the local
- * peers watched. It needs no CUDA IPC: it serves wherever every local rank holds
+ * time (never linked), on its own blocking stream with the local peers
+ * watched. It needs no CUDA IPC: it serves wherever every local rank holds
  * device buffers on a GPU of its own, with or without peer access between
  * them (NCCL picks its own transport). One node only: NCCL across nodes
  * needs an agreement wider than the node. What it serves is in its
@@ -34,8 +34,7 @@ static void load(void)
 typedef struct {
     int gpu;                  /* ordinal, in this process, of the GPU it works on */
     har_ncclComm_t comm;
-    cudaStream_t stream;  /* non-blocking, ordered after the legacy default stream at each call (stream.h) */
-    cudaEvent_t legacy_seen;
+    cudaStream_t stream;  /* blocking, as the IPC engine's (ipc.c says why) */
 } nccl_t;
 
 static void nccl_destroy(void *engine)
@@ -48,7 +47,6 @@ static void nccl_destroy(void *engine)
      * for the peers (gone after a failure, or freeing in another order). */
     if (e->comm) lib.api.comm_abort(e->comm);
     if (e->stream) cudaStreamDestroy(e->stream);
-    if (e->legacy_seen) cudaEventDestroy(e->legacy_seen);
     cudaGetLastError();
     har_gpu_leave(&scope);
     free(e);
@@ -73,7 +71,7 @@ static har_engine_state_t nccl_setup(har_node_t *node, const har_gpu_t *gpu, voi
     if (ok) {
         e->gpu = gpu->ordinal;
         ok = har_gpu_enter(e->gpu, &scope) == HAR_OK &&
-             har_gpu_stream_create((void **)&e->stream) == HAR_OK;
+             har_gpu_check(cudaStreamCreateWithFlags(&e->stream, cudaStreamDefault), "cudaStreamCreate") == HAR_OK;
     }
     if (ok && node->local_rank == 0) {
         har_ncclResult_t r = lib.api.get_unique_id(&id.id);
@@ -162,7 +160,6 @@ static har_status_t nccl_run(void *engine, har_node_t *node, const har_call_t *c
     har_gpu_scope_t scope;
     if (!e->comm) return HAR_ERR_PEER_FAILED;  /* aborted by an earlier failure */
     har_status_t st = har_gpu_enter(e->gpu, &scope);
-    if (st == HAR_OK) st = har_gpu_follow_legacy(e->stream, (void **)&e->legacy_seen);
     if (st == HAR_OK) {
         har_ncclResult_t r = lib.api.all_reduce(call->in, call->out, call->count, nccl_dtype(call->red.dev_type),
                                                 nccl_op(call->red.dev_op), e->comm, e->stream);
