@@ -303,8 +303,8 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
              har_gpu_check(cudaMemset(d->base, 0, d->slots_at), "cudaMemset") == HAR_OK &&
              har_gpu_check(cudaMemcpy(d->base + HAR_DEV_PROBE_OFFSET, pattern, 16, cudaMemcpyHostToDevice),
                            "cudaMemcpy") == HAR_OK &&
-             /* both landed before a peer can see the segment: they went on the legacy stream, which
-              * har's streams do not follow by themselves */
+             /* both landed before a peer can see the segment: they went on this process's legacy
+              * stream, which no peer's stream follows */
              har_gpu_check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize") == HAR_OK &&
              har_gpu_check(cudaIpcGetMemHandle(&mine.handle, d->base), "cudaIpcGetMemHandle") == HAR_OK &&
              har_gpu_check(cudaHostAlloc((void **)&d->abort_host, sizeof(int), cudaHostAllocMapped),
@@ -794,8 +794,9 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
     int resident = 0;
     cudaEvent_t *ended = &d->op_ended[no & 1];
     har_status_t st = har_gpu_enter(d->gpu, &scope);
-    /* After the blocking calls too: the host saw each end (a push kernel
-     * writes its flags after its last access to the segments). */
+    /* No wait for the blocking stream: the host saw each blocking call end
+     * before it returned (a push kernel writes its flags after its last
+     * access to the segments). */
     d->queue = d->started;
     if (st == HAR_OK && !o->push && !*ended)
         st = har_gpu_check(cudaEventCreateWithFlags(ended, cudaEventDisableTiming), "event");
