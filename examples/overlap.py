@@ -31,7 +31,14 @@ import sys
 import time
 
 import torch
-from mpi4py import MPI
+import mpi4py
+
+# The hooks post from autograd's device thread and the step waits in the
+# main thread, never at once: "serialized" says so. Under mpi4py's default,
+# "multiple", har leaves every MPI_Iallreduce to the MPI (its kernels serve
+# calls only where no other thread may be in MPI at the same time).
+mpi4py.rc.thread_level = "serialized"
+from mpi4py import MPI  # noqa: E402 (after the thread level is set)
 
 N_IN, WIDTH, LAYERS, BATCH, SAMPLES = 64, 256, 6, 32, 512
 
