@@ -30,6 +30,7 @@ static struct {
     CUresult (*ctx_pop)(CUcontext *);
     CUresult (*primary_ctx_get_state)(CUdevice, unsigned int *, int *);
     CUresult (*memcpy)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*stream_synchronize)(CUstream);
     CUresult (*get_error_string)(CUresult, const char **);
     CUresult (*ctx_get_exec_affinity)(CUexecAffinityParam *, CUexecAffinityType);  /* CUDA 11.4 on; may be NULL */
     har_cu_device_api_t dev;
@@ -70,6 +71,7 @@ static int cuda_bind(void)
         *(void **)&cu.ctx_pop = dlsym(lib, "cuCtxPopCurrent_v2");
         *(void **)&cu.primary_ctx_get_state = dlsym(lib, "cuDevicePrimaryCtxGetState");
         *(void **)&cu.memcpy = dlsym(lib, "cuMemcpy");
+        *(void **)&cu.stream_synchronize = dlsym(lib, "cuStreamSynchronize");
         *(void **)&cu.get_error_string = dlsym(lib, "cuGetErrorString");
         *(void **)&cu.dev.device_get = dlsym(lib, "cuDeviceGet");
         *(void **)&cu.dev.device_get_count = dlsym(lib, "cuDeviceGetCount");
@@ -80,7 +82,7 @@ static int cuda_bind(void)
         *(void **)&cu.dev.device_get_attribute = dlsym(lib, "cuDeviceGetAttribute");
         *(void **)&cu.ctx_get_exec_affinity = dlsym(lib, "cuCtxGetExecAffinity");
         int ok = cu.pointer_get_attribute && cu.pointer_get_attributes && cu.ctx_get_current && cu.ctx_get_device && cu.ctx_set_current &&
-                 cu.ctx_push && cu.ctx_pop && cu.primary_ctx_get_state && cu.memcpy && cu.get_error_string &&
+                 cu.ctx_push && cu.ctx_pop && cu.primary_ctx_get_state && cu.memcpy && cu.stream_synchronize && cu.get_error_string &&
                  cu.dev.device_get && cu.dev.device_get_count && cu.dev.device_get_name && cu.dev.device_get_uuid &&
                  cu.dev.device_can_access_peer && cu.dev.device_get_pci_bus_id && cu.dev.device_get_attribute;
         if (ok) __atomic_store_n(&cu.loaded, 1, __ATOMIC_RELEASE);
@@ -183,6 +185,12 @@ har_status_t har_mem_copy(void *dst, har_mem_kind_t dst_kind, const void *src, h
         if (owner) cu.ctx_push(owner);
     }
     CUresult r = cu.memcpy((CUdeviceptr)dst, (CUdeviceptr)src, bytes);
+    /* Into device memory cuMemcpy may return before the bytes land (from
+     * pageable host memory, or from device memory): wait for them, since
+     * the caller may hand the buffer to work that does not follow the
+     * legacy default stream the copy went on (a result har returns, which
+     * the application reads on a non-blocking stream). */
+    if (r == CUDA_SUCCESS && dst_kind != HAR_MEM_HOST) r = cu.stream_synchronize(CU_STREAM_LEGACY);
     if (owner) cu.ctx_pop(&owner);
     if (r != CUDA_SUCCESS) {
         const char *msg = "unknown";
