@@ -402,6 +402,17 @@ static int thread_multiple(void)
     return level == MPI_THREAD_MULTIPLE;
 }
 
+/* Is a call (as agreed at its arrival) kept off the waiting engines? Beside
+ * another call on this node; and under MPI_THREAD_MULTIPLE across nodes
+ * always, since the flag is agreed within a node only and a peer on
+ * another node joins a call whose kernels already wait: two nodes that
+ * each put a different one of two calls on the kernels would hold each
+ * other's copies (on the legacy stream, behind the kernels). */
+static int kept_off_waiting(const har_comm_t *c, const agreed_t *agreed)
+{
+    return agreed->beside || (c->node.nnodes > 1 && thread_multiple());
+}
+
 /* Call `no` planned from every local rank's record: the arrival, then the
  * plan for what the node agreed (`host`: the plan for host buffers). */
 static har_status_t plan_at_arrival(har_comm_t *c, har_call_t *call, uint64_t no, har_plan_in_t in,
@@ -434,7 +445,7 @@ static har_status_t plan_at_arrival(har_comm_t *c, har_call_t *call, uint64_t no
     in.shared_gpu = c->gpu.shared_gpu;
     in.cls = c->gpu.cls;
     for (;;) {
-        in.engines = engines_on_offer(c, agreed.ctx_ranks) & (agreed.beside ? ~waiting_engines() : ~0u);
+        in.engines = engines_on_offer(c, agreed.ctx_ranks) & (kept_off_waiting(c, &agreed) ? ~waiting_engines() : ~0u);
         *plan = har_plan(&in, &c->set);
         plan->paths &= ~HAR_BIT(AHEAD);  /* every rank arrived: nobody went ahead */
         if (plan->engine == HAR_PATH_MPI || c->eng[plan->engine].state == HAR_ENGINE_READY) return HAR_OK;
