@@ -397,9 +397,17 @@ static unsigned waiting_engines(void)
  * rank that goes ahead regardless is joined at the arrival). */
 static int thread_multiple(void)
 {
-    int level = MPI_THREAD_SINGLE;
-    PMPI_Query_thread(&level);
-    return level == MPI_THREAD_MULTIPLE;
+    /* Asked once: the level is set at MPI_Init and every device call
+     * looks (goes_ahead); a thread that races here stores the same value. */
+    static int known = -1;
+    int multiple = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (multiple < 0) {
+        int level = MPI_THREAD_SINGLE;
+        PMPI_Query_thread(&level);
+        multiple = level == MPI_THREAD_MULTIPLE;
+        __atomic_store_n(&known, multiple, __ATOMIC_RELAXED);
+    }
+    return multiple;
 }
 
 /* Is a call (as agreed at its arrival) kept off the waiting engines? Beside
