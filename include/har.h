@@ -98,6 +98,34 @@ HAR_API int har_machine_class(MPI_Comm comm, int device, char *buf, int len);
 HAR_API int har_allreduce(const void *sendbuf, void *recvbuf, int count,
                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 
+/* A stream-ordered all-reduce: the same arguments as MPI_Allreduce, and a
+ * CUDA stream (a cudaStream_t; NULL is the legacy default stream, pass
+ * cudaStreamPerThread for the per-thread one). The all-reduce runs on
+ * `stream` after the work queued there before, and work queued there
+ * after it sees `recvbuf` complete. Every rank of `comm` calls it, in the
+ * same order as its other all-reduces on `comm`, with its own stream.
+ *
+ * Where har's kernels serve the call (one node whose GPUs reach each
+ * other, a communicator whose earlier all-reduces on device buffers set
+ * it up, calls up to HAR_DEVICE_PUSH_MAX bytes: the counter "enqueued"
+ * counts them), it is queued and returns at once: no host thread waits
+ * for it and the call wakes no host thread. Otherwise it waits for
+ * `stream`, then makes the blocking all-reduce, and returns when the
+ * result is in `recvbuf` (still right, not asynchronous).
+ *
+ * What can only be seen later (a dead or stopped peer, a peer's differing
+ * call) stops the queued kernels instead of leaving them waiting, is said
+ * at once on stderr, and fails the next all-reduce of this process on
+ * `comm` with the class that names it; the results of the calls from the
+ * failed one on are undefined. Returns MPI_SUCCESS, the MPI's error for
+ * arguments the MPI would refuse, or the error of an earlier failed call;
+ * errors also go through the communicator's error handler. A stream being
+ * captured into a CUDA graph is refused (MPI_ERR_OTHER): har's kernels
+ * carry the call's number, which a replay would repeat. */
+HAR_API int har_allreduce_enqueue(const void *sendbuf, void *recvbuf, int count,
+                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                  void *stream);
+
 #ifdef __cplusplus
 }
 #endif

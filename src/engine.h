@@ -78,6 +78,13 @@ typedef struct har_engine {
     har_status_t (*start)(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan,
                           uint64_t no, void **op);
     int (*test)(void *op, har_status_t *st);
+    /* A stream-ordered call (har_allreduce_enqueue) whose plan goes ahead
+     * on the push kernels: queued on the application's `stream` (a
+     * cudaStream_t), after its work there and after every call of this
+     * engine queued before, and returns; nothing on the host waits for it
+     * (the engine watches it for dead peers). NULL: the caller waits for
+     * the stream and makes a blocking call instead. */
+    har_status_t (*enqueue)(void *engine, har_node_t *node, const har_call_t *call, uint64_t no, void *stream);
     /* Local: no MPI call. Every call has completed on every local rank
      * (the state's free meets its peers first). */
     void (*destroy)(void *engine);

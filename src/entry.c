@@ -340,6 +340,51 @@ int har_iallreduce_start(const void *sbuf, void *rbuf, har_count_t count, MPI_Da
     return 0;
 }
 
+int har_allreduce_enqueue(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                          void *stream)
+{
+    int rc;
+    if (har_cuda_stream_capturing(stream)) {
+        /* Refused on every rank alike before any call is numbered. */
+        har_log(HAR_LOG_ERROR, "har_allreduce_enqueue on a stream being captured into a CUDA graph: not supported "
+                "(the kernels carry the call's number, which every replay would repeat)");
+        rc = MPI_ERR_OTHER;
+        PMPI_Comm_call_errhandler(comm, rc);
+        return rc;
+    }
+    har_call_t call;
+    har_comm_t *c;
+    if (!inside_har && har_entry_ready() && describe(&call, sbuf, rbuf, count, type, op, comm) &&
+        (c = peek_for(&call, comm))) {
+        inside_har = 1;
+        har_note_clear();
+        har_plan_t plan;
+        int forced = __atomic_load_n(&algo_override, __ATOMIC_RELAXED);
+        har_status_t st = har_comm_enqueue(c, &call, forced >= 0 ? (unsigned)forced : c->set.algo, stream, &plan);
+        if (st != HAR_OK || plan.engine != HAR_PATH_MPI) {
+            rc = MPI_SUCCESS;
+            if (st != HAR_OK) {
+                st = har_comm_fail(c, st);
+                rc = har_error_code(st);
+                PMPI_Comm_call_errhandler(comm, rc);
+            }
+            rc = served_by(HAR_BIT(SEEN) | plan.paths, "har_allreduce_enqueue", count, comm, rc);
+            inside_har = 0;
+            return rc;
+        }
+        inside_har = 0;
+    }
+    /* Not on har's kernels: the blocking call, once the stream's work (the
+     * input, perhaps) is done. */
+    if (har_cuda_stream_wait(stream) != HAR_OK) {
+        har_log(HAR_LOG_ERROR, "har_allreduce_enqueue: %s", har_note_take());
+        rc = har_error_code(HAR_ERR_CUDA);
+        PMPI_Comm_call_errhandler(comm, rc);
+        return rc;
+    }
+    return har_allreduce(sbuf, rbuf, count, type, op, comm);
+}
+
 int har_persistent_describe(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
                             MPI_Comm comm, har_call_t **call)
 {

@@ -565,6 +565,37 @@ har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, ha
     return HAR_OK;
 }
 
+har_status_t har_comm_enqueue(har_comm_t *c, har_call_t *call, unsigned forced, void *stream, har_plan_t *plan)
+{
+    har_node_t *node = &c->node;
+    if (failed_before(c)) return HAR_ERR_PEER_FAILED;
+    mpi_plan(plan);
+    if (c->mode != HAR_COMM_SERVED || node->nnodes != 1 || !c->surveyed || c->set.check ||
+        har_plan_declines(call->bytes, &c->set))
+        return HAR_OK;
+    if (!ahead_plan(c, plan_in(c, call, forced), plan) || !(plan->paths & HAR_BIT(PUSH)) ||
+        !har_engines[plan->engine]->enqueue) {
+        mpi_plan(plan);
+        return HAR_OK;
+    }
+    plan->paths |= HAR_BIT(ENQUEUED);
+    uint64_t no = node->call = c->calls++;
+    end_older(c, no, 1);  /* a non-blocking call two before, if one is still open */
+    if (c->mode == HAR_COMM_FAILED) return HAR_ERR_PEER_FAILED;  /* the call it waited for failed */
+    /* The record tells a peer whose blocking call waits at the arrival
+     * (its arguments differ: another size) what this rank went ahead
+     * with. */
+    post(c, call, no, HAR_ARRIVE_AHEAD);
+    if (call->bad) {
+        /* Its peers' kernels are queued already: the failure recorded here
+         * stops them (their engines watch the node). */
+        har_note("%s", har_buffers_text(call->bad));
+        har_node_fail(node, HAR_ERR_BUFFER, -1, "enqueue");
+        return HAR_ERR_BUFFER;
+    }
+    return har_engines[plan->engine]->enqueue(c->eng[plan->engine].impl, node, call, no, stream);
+}
+
 /* HAR_CHECK: every rank's result, compared across the communicator; the
  * first rank whose result differs from rank 0's is named. */
 static har_status_t compare_results(har_comm_t *c, const har_call_t *call)

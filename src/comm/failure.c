@@ -224,11 +224,12 @@ har_status_t har_node_wait_one(har_node_t *node, int peer, const char *step)
     return note_local(node, st, culprit, step);
 }
 
-har_status_t har_node_check(har_node_t *node, double started, const char *step)
+/* The checks of this node's ranks (`listen`: and of the notices from
+ * other nodes, an MPI call). */
+static har_status_t check_node(har_node_t *node, double started, int listen, const char *step)
 {
     int culprit = -1;
     har_status_t st = HAR_OK;
-    if (heard(node)) return HAR_ERR_PEER_FAILED;
     if (launcher_gone()) {
         har_node_fail(node, HAR_ERR_PEER_DEAD, -1, "launcher");
         return HAR_ERR_PEER_DEAD;
@@ -236,11 +237,23 @@ har_status_t har_node_check(har_node_t *node, double started, const char *step)
     /* The segment's locks tell of peers that attached, in any PID namespace;
      * pids tell of the others (before the segment, or before they attach). */
     double timeout = timeout_of(node);
-    if (node->seg.base) st = har_seg_check_peers(&node->seg, started, timeout, &culprit);  /* time-out included */
+    if (node->seg.base) st = har_seg_check_peers(&node->seg, started, timeout, listen, &culprit);  /* time-out included */
     for (int r = 0; node->peers && st == HAR_OK && r < node->local_size; r++)
         if (r != node->local_rank && !pid_alive(node, r)) st = HAR_ERR_PEER_DEAD, culprit = r;
     if (st == HAR_OK && !node->seg.base && timeout > 0 && har_seg_now() - started > timeout) st = HAR_ERR_TIMEOUT;
-    if (st != HAR_OK) return note_local(node, st, culprit, step);
+    return st == HAR_OK ? HAR_OK : note_local(node, st, culprit, step);
+}
+
+har_status_t har_node_check_here(har_node_t *node, double started, const char *step)
+{
+    return har_node_failed(node) ? HAR_ERR_PEER_FAILED : check_node(node, started, 0, step);
+}
+
+har_status_t har_node_check(har_node_t *node, double started, const char *step)
+{
+    if (heard(node)) return HAR_ERR_PEER_FAILED;
+    har_status_t st = check_node(node, started, 1, step);
+    if (st != HAR_OK) return st;
     /* A neighbour across nodes whose process is gone, though no local peer
      * of its is left to say so. */
     const har_watch_bye_t *left = NULL;

@@ -26,6 +26,10 @@ HAR_HIDDEN har_status_t har_node_wait_all(har_node_t *node, const char *step);
 HAR_HIDDEN har_status_t har_node_wait_one(har_node_t *node, int peer, const char *step);
 /* While something else works (the GPU): the checks of a wait, once. */
 HAR_HIDDEN har_status_t har_node_check(har_node_t *node, double started, const char *step);
+/* The same on one node, with no MPI call (a failure a local rank recorded,
+ * dead or departed peers, the time-out): for a thread of har's own, which
+ * may not call the MPI. */
+HAR_HIDDEN har_status_t har_node_check_here(har_node_t *node, double started, const char *step);
 /* Waits for MPI requests (set-up exchanges, the ring, the inter-node step)
  * with the same bounds. On failure the requests are left pending: the
  * communicator is failed for good, and nothing reuses their buffers. Where

@@ -35,8 +35,11 @@
  * barrier every peer passes only once done reading chunk c), and two host
  * buffers alternate (the stream orders a buffer's copy back before the next
  * copy into it). */
+#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
 #include "core/config.h"
@@ -58,7 +61,9 @@ typedef struct {
     har_resident_call_t post __attribute__((aligned(HAR_DEV_LINE)));
 } push_host_t;
 
-typedef struct {
+#define ENQ_RING 64
+
+typedef struct ipc {
     int nranks, me, gpu;                 /* gpu: ordinal here of the GPU the segment is on */
     int max_blocks;                      /* the grid the node agreed */
     int nslots;                          /* 2 on one node; 3 across nodes, where chunks are pipelined */
@@ -74,10 +79,17 @@ typedef struct {
      * one such call in flight (comm/call.c keeps it one per process). The
      * calls MPI_Iallreduce starts go on a non-blocking one (stream.h says
      * why), ordered after the legacy stream by legacy_seen; a blocking
-     * call queued while they are open waits for them by started_end.
+     * call queued while they are open waits for them (follow_tail).
      * `queue`: the one the call being queued goes on. */
     cudaStream_t stream, started, queue;
-    cudaEvent_t legacy_seen, started_end;
+    cudaEvent_t legacy_seen;
+    /* Every local rank runs the engine's kernels in the order of its calls
+     * (a push area, a barrier's epochs serve calls in that order), on
+     * whatever stream each went: `tail` is the stream of the last call
+     * whose end the host has not seen (NULL: it saw every call end), and a
+     * call queued elsewhere waits for it by `tail_end`. */
+    cudaStream_t tail;
+    cudaEvent_t tail_end;
     volatile int *abort_host;            /* pinned, mapped: kernels poll it */
     int *abort_dev;
     char *stage[2], *tmp;                /* pinned host, across nodes: shards in turn, the transport's scratch */
@@ -110,6 +122,18 @@ typedef struct {
      * parity. */
     int open_ops;
     cudaEvent_t op_ended[2];
+    /* Calls queued by har_allreduce_enqueue, which the watch thread
+     * follows: the push number of the last (0: none), the node, and the
+     * last ENQ_RING calls as the arrival describes them (for a difference
+     * their kernels record). */
+    _Atomic uint64_t enq_last;
+    har_node_t *enq_node;
+    struct { uint64_t seq; har_arrival_t call; } enq_ring[ENQ_RING];
+    char *enq_stage;                     /* device: input and output of calls whose buffers are elsewhere */
+    _Atomic int watched;                 /* in the watch thread's list */
+    struct ipc *watch_next;
+    double enq_since;                    /* when the watch last saw a call end with calls outstanding (0: none) */
+    uint64_t enq_least;                  /* the last call every block had done then */
 } ipc_t;
 
 /* The engine whose communicator holds this process's resident grid: the
@@ -141,10 +165,13 @@ static void unpinned_free(char *p, size_t bytes)
     har_numa_free(p, bytes);
 }
 
+static void unwatch(ipc_t *d);
+
 static void ipc_destroy(void *engine)
 {
     ipc_t *d = engine;
     if (!d) return;
+    unwatch(d);
     har_gpu_scope_t scope;
     har_gpu_enter(d->gpu, &scope);
     for (int r = 0; r < d->nranks; r++)
@@ -153,7 +180,7 @@ static void ipc_destroy(void *engine)
     if (d->stream) cudaStreamDestroy(d->stream);
     if (d->started) cudaStreamDestroy(d->started);
     if (d->legacy_seen) cudaEventDestroy(d->legacy_seen);
-    if (d->started_end) cudaEventDestroy(d->started_end);
+    if (d->tail_end) cudaEventDestroy(d->tail_end);
     if (d->resident_stream) {  /* a resident grid still waiting for calls ends now */
         /* Relaunches are the grid's cost: one per call means it idles out between calls. */
         HAR_LOG(HAR_LOG_INFO, "resident grid: %llu generation(s) launched for %llu push call(s)",
@@ -169,6 +196,7 @@ static void ipc_destroy(void *engine)
     if (d->abort_host) cudaFreeHost((void *)d->abort_host);
     if (d->push_host) cudaFreeHost(d->push_host);
     if (d->ahead_stage) cudaFree(d->ahead_stage);
+    if (d->enq_stage) cudaFree(d->enq_stage);
     for (int i = 0; i < 2; i++) {
         unpinned_free(d->stage[i], d->slot_bytes);
         if (d->out[i]) cudaEventDestroy(d->out[i]);
@@ -360,6 +388,19 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
 }
 
 static void stop_kernels(void *ctx) { *((ipc_t *)ctx)->abort_host = 1; }
+
+/* Orders d->queue after the last call the host has not seen end, where
+ * that call went on another stream (as if all went on one). The event is
+ * recorded now, so it also covers the application's work queued there
+ * since, which cannot depend on the call being queued. */
+static har_status_t follow_tail(ipc_t *d)
+{
+    if (!d->tail || d->tail == d->queue) return HAR_OK;
+    har_status_t st = HAR_OK;
+    if (!d->tail_end) st = har_gpu_check(cudaEventCreateWithFlags(&d->tail_end, cudaEventDisableTiming), "event");
+    if (st == HAR_OK) st = har_gpu_check(cudaEventRecord(d->tail_end, d->tail), "cudaEventRecord");
+    return st == HAR_OK ? har_gpu_check(cudaStreamWaitEvent(d->queue, d->tail_end, 0), "cudaStreamWaitEvent") : st;
+}
 
 /* Chunk `done` of the call in args `a`: its place and the next slot in turn. */
 static void next_chunk(ipc_t *d, const har_call_t *call, size_t chunk, size_t done, har_dev_args_t *a)
@@ -713,8 +754,8 @@ static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *ca
 static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call, int *resident)
 {
     call_watch_t w;
-    /* Not while non-blocking calls are open: the grid would not wait for their kernels. */
-    har_status_t st = launch_push(d, node, call, node->call, !d->open_ops, &w, resident);
+    /* Not while calls the host has not seen end may run: the grid would not wait for their kernels. */
+    har_status_t st = launch_push(d, node, call, node->call, !d->tail, &w, resident);
     if (st != HAR_OK) return st;
     har_gpu_watch_t watch = {ahead_poll, stop_call, &w};
     push_wait_t flags = {d, w.id, *resident};
@@ -754,14 +795,10 @@ static har_status_t ipc_run(void *engine, har_node_t *node, const har_call_t *ca
     har_call_t staged = *call;
     if (st == HAR_OK && !here) st = stage_call(d, call, &staged);
     d->queue = d->stream;
-    if (st == HAR_OK && d->open_ops) {  /* after the started calls' kernels, as on one stream */
-        if (!d->started_end)
-            st = har_gpu_check(cudaEventCreateWithFlags(&d->started_end, cudaEventDisableTiming), "event");
-        if (st == HAR_OK) st = har_gpu_check(cudaEventRecord(d->started_end, d->started), "cudaEventRecord");
-        if (st == HAR_OK) st = har_gpu_check(cudaStreamWaitEvent(d->stream, d->started_end, 0), "cudaStreamWaitEvent");
-    }
+    if (st == HAR_OK) st = follow_tail(d);
     if (st == HAR_OK)
         st = plan->paths & HAR_BIT(PUSH) ? run_push(d, node, &staged, &resident) : run_chunks(d, node, &staged, plan);
+    if (st == HAR_OK) d->tail = NULL;  /* the host saw it end, and so every call before it */
     if (st == HAR_OK && !here) st = har_mem_copy(call->out, call->out_kind, staged.out, HAR_MEM_DEVICE, call->bytes);
     if (resident) plan->paths |= HAR_BIT(RESIDENT);
     har_gpu_leave(&scope);
@@ -798,6 +835,7 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
      * before it returned (a push kernel writes its flags after its last
      * access to the segments). */
     d->queue = d->started;
+    if (st == HAR_OK) st = follow_tail(d);
     if (st == HAR_OK && !o->push && !*ended)
         st = har_gpu_check(cudaEventCreateWithFlags(ended, cudaEventDisableTiming), "event");
     if (st == HAR_OK && o->push) st = launch_push(d, node, &o->call, no, 0, &o->watch, &resident);
@@ -809,6 +847,7 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
         free(o);
         return st;
     }
+    d->tail = d->started;
     d->open_ops++;
     *op = o;
     return HAR_OK;
@@ -857,6 +896,196 @@ static int ipc_test(void *op, har_status_t *st)
     return 1;
 }
 
+/* ---- Stream-ordered calls (har_allreduce_enqueue) ----
+ *
+ * A call is queued on the application's stream and nothing on the host
+ * waits for it. What a blocking call's wait does for its kernels (stop
+ * them when a local peer dies, departs, passes HAR_TIMEOUT or a failure is
+ * recorded; report a peer whose call differs) a thread of har's does for
+ * these: it looks at every engine with queued calls not yet done every
+ * WATCH_NAP, reading only host memory (the push kernels' flags and
+ * records, the segment, the peers' liveness), and makes no MPI or CUDA
+ * call. It starts with the first queued call and sleeps while none is
+ * outstanding. */
+#define WATCH_NAP_NS 100000
+
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t watch_wake = PTHREAD_COND_INITIALIZER;
+static ipc_t *watch_list;
+static int watch_started;
+
+/* The last call every block of d's push kernels has done. */
+static uint64_t push_least_done(const ipc_t *d)
+{
+    uint64_t least = UINT64_MAX;
+    for (int b = 0; b < d->push_blocks; b++) {
+        uint64_t done = ((volatile const uint64_t *)d->push_host->done)[b];
+        if (done < least) least = done;
+    }
+    return least;
+}
+
+/* Has every block done d's last queued call? */
+static int enqueued_done(const ipc_t *d) { return push_least_done(d) >= atomic_load(&d->enq_last); }
+
+/* A difference the kernels of a queued call recorded, reported as a
+ * blocking call's wait would (a record of a blocking call is its own
+ * wait's to report). */
+static har_status_t enqueued_difference(ipc_t *d)
+{
+    for (int b = 0; b < d->push_blocks; b++) {
+        uint64_t seq = ((volatile const uint64_t *)d->push_host->differs)[4 * b];
+        if (!seq || d->enq_ring[seq % ENQ_RING].seq != seq) continue;
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        har_call_t call;  /* what recorded_difference needs of the call: its record */
+        memset(&call, 0, sizeof call);
+        const har_arrival_t *mine = &d->enq_ring[seq % ENQ_RING].call;
+        call.count = mine->count;
+        call.red.type_code = mine->type;
+        call.red.dev_op = mine->op;
+        call_watch_t w = {d, d->enq_node, &call, mine->call, seq, d->push_blocks, "enqueued"};
+        return recorded_difference(&w);
+    }
+    return HAR_OK;
+}
+
+/* The watch's look at d: 1 while it has queued calls outstanding, 0 once
+ * none (or once it stopped them). */
+static int watch_one(ipc_t *d)
+{
+    uint64_t least = push_least_done(d);
+    int done = least >= atomic_load(&d->enq_last);
+    har_status_t st = enqueued_difference(d);
+    if (st == HAR_OK && !done) {
+        /* HAR_TIMEOUT counts from the last call done: calls queued back to
+         * back may keep some outstanding for longer than that. */
+        if (!d->enq_since || least != d->enq_least) d->enq_since = har_seg_now(), d->enq_least = least;
+        st = har_node_check_here(d->enq_node, d->enq_since, "enqueued");
+    }
+    if (st == HAR_OK) {
+        if (done) d->enq_since = 0;
+        return !done;
+    }
+    stop_kernels(d);
+    const har_failure_t *why = har_node_record(d->enq_node);
+    har_log(HAR_LOG_ERROR, "har_allreduce_enqueue: the all-reduces queued on this communicator were stopped: %s%s%s "
+            "(the next all-reduce on it fails and says more)", har_status_what(st), why && why->detail[0] ? ": " : "",
+            why ? why->detail : "");
+    return 0;
+}
+
+static void *watch_thread(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&watch_lock);
+    for (;;) {
+        while (!watch_list) pthread_cond_wait(&watch_wake, &watch_lock);
+        for (ipc_t **p = &watch_list; *p;) {
+            ipc_t *d = *p;
+            if (watch_one(d)) {
+                p = &d->watch_next;
+                continue;
+            }
+            *p = d->watch_next;
+            atomic_store(&d->watched, 0);
+            /* A call queued after the look at its flags, whose caller saw
+             * d still watched (both sides store, then load: one sees the
+             * other's store). */
+            if (!enqueued_done(d) && !*d->abort_host) {
+                atomic_store(&d->watched, 1);
+                d->watch_next = watch_list;
+                watch_list = d;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&watch_lock);
+        struct timespec nap = {0, WATCH_NAP_NS};
+        nanosleep(&nap, NULL);
+        pthread_mutex_lock(&watch_lock);
+    }
+    return NULL;
+}
+
+/* Puts d in the watch's list (after its enq_last was stored). */
+static har_status_t watch(ipc_t *d)
+{
+    if (atomic_load(&d->watched)) return HAR_OK;
+    har_status_t st = HAR_OK;
+    pthread_mutex_lock(&watch_lock);
+    if (!watch_started) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, watch_thread, NULL) == 0) watch_started = 1;
+        else har_note("could not start the thread that watches queued all-reduces"), st = HAR_ERR_INTERNAL;
+        pthread_attr_destroy(&attr);
+    }
+    if (st == HAR_OK && !atomic_load(&d->watched)) {
+        atomic_store(&d->watched, 1);
+        d->watch_next = watch_list;
+        watch_list = d;
+        pthread_cond_signal(&watch_wake);
+    }
+    pthread_mutex_unlock(&watch_lock);
+    return st;
+}
+
+/* Before d goes: its queued calls end (every local rank queued them before
+ * the state's free met), or the watch stops them; then out of its list. */
+static void unwatch(ipc_t *d)
+{
+    while (d->push_host && d->push_blocks && !enqueued_done(d) && !*d->abort_host) sched_yield();
+    pthread_mutex_lock(&watch_lock);
+    for (ipc_t **p = &watch_list; *p; p = &(*p)->watch_next)
+        if (*p == d) {
+            *p = d->watch_next;
+            break;
+        }
+    pthread_mutex_unlock(&watch_lock);
+}
+
+/* Queues a push call on `stream`: buffers elsewhere than this GPU go
+ * through enq_stage, copied in and out on the stream. */
+static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t *call, uint64_t no, void *stream)
+{
+    ipc_t *d = engine;
+    har_gpu_scope_t scope;
+    har_status_t st = har_gpu_enter(d->gpu, &scope);
+    int here = call->in_kind == HAR_MEM_DEVICE && call->out_kind == HAR_MEM_DEVICE && call->gpu == d->gpu;
+    har_call_t staged = *call;
+    /* NULL, the legacy default stream, by the handle that names it: `tail`
+     * NULL means that no call is outstanding. */
+    d->queue = stream ? (cudaStream_t)stream : cudaStreamLegacy;
+    if (st == HAR_OK && !here) {
+        if (!d->enq_stage)
+            st = har_gpu_check(cudaMalloc((void **)&d->enq_stage, 2 * d->push_max), "cudaMalloc (staging)");
+        staged.in = d->enq_stage;
+        staged.out = d->enq_stage + d->push_max;
+        if (st == HAR_OK)
+            st = har_gpu_check(cudaMemcpyAsync(d->enq_stage, call->in, call->bytes, cudaMemcpyDefault, d->queue),
+                               "copy to the GPU");
+    }
+    if (st == HAR_OK) st = follow_tail(d);
+    call_watch_t w;
+    int resident;
+    if (st == HAR_OK) st = launch_push(d, node, &staged, no, 0, &w, &resident);
+    if (st == HAR_OK && !here)
+        st = har_gpu_check(cudaMemcpyAsync(call->out, staged.out, call->bytes, cudaMemcpyDefault, d->queue),
+                           "copy from the GPU");
+    if (st == HAR_OK) {
+        d->tail = d->queue;
+        d->enq_node = node;
+        d->enq_ring[w.id % ENQ_RING].seq = w.id;
+        har_arrival_of(&d->enq_ring[w.id % ENQ_RING].call, call, no);
+        atomic_store(&d->enq_last, w.id);
+        st = watch(d);
+    }
+    if (st != HAR_OK) stop_failed(d);
+    har_gpu_leave(&scope);
+    return st;
+}
+
 /* The kernels reduce the 32- and 64-bit types with every op; a device
  * segment serves at most HAR_DEV_MAX_RANKS ranks (its flag area). Push is
  * its one-shot on one node up to HAR_DEVICE_PUSH_MAX. */
@@ -866,4 +1095,5 @@ const har_engine_t har_engine_ipc = {
             .kernel_types = 1, .across = HAR_BIT(RAILS), .shared_gpu = 1, .max_local = HAR_DEV_MAX_RANKS,
             .rank = 1, .device_slot = 1, .one_shot_max = HAR_SETTING(device_one_shot_max),
             .ahead_max = HAR_SETTING(device_ahead_max)},
-    .setup = ipc_setup, .run = ipc_run, .start = ipc_start, .test = ipc_test, .destroy = ipc_destroy};
+    .setup = ipc_setup, .run = ipc_run, .start = ipc_start, .test = ipc_test, .enqueue = ipc_enqueue,
+    .destroy = ipc_destroy};

@@ -31,6 +31,7 @@ static struct {
     CUresult (*primary_ctx_get_state)(CUdevice, unsigned int *, int *);
     CUresult (*memcpy)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*stream_synchronize)(CUstream);
+    CUresult (*stream_is_capturing)(CUstream, CUstreamCaptureStatus *);  /* CUDA 10 on; may be NULL */
     CUresult (*get_error_string)(CUresult, const char **);
     CUresult (*ctx_get_exec_affinity)(CUexecAffinityParam *, CUexecAffinityType);  /* CUDA 11.4 on; may be NULL */
     har_cu_device_api_t dev;
@@ -73,6 +74,7 @@ static int cuda_bind(void)
         *(void **)&cu.memcpy = dlsym(lib, "cuMemcpy");
         *(void **)&cu.stream_synchronize = dlsym(lib, "cuStreamSynchronize");
         *(void **)&cu.get_error_string = dlsym(lib, "cuGetErrorString");
+        *(void **)&cu.stream_is_capturing = dlsym(lib, "cuStreamIsCapturing");
         *(void **)&cu.dev.device_get = dlsym(lib, "cuDeviceGet");
         *(void **)&cu.dev.device_get_count = dlsym(lib, "cuDeviceGetCount");
         *(void **)&cu.dev.device_get_name = dlsym(lib, "cuDeviceGetName");
@@ -200,6 +202,24 @@ har_status_t har_mem_copy(void *dst, har_mem_kind_t dst_kind, const void *src, h
     }
     return HAR_OK;
 }
+
+har_status_t har_cuda_stream_wait(void *stream)
+{
+    if (!cuda_bind()) return HAR_OK;  /* no CUDA in the process: no stream to wait for */
+    CUresult r = cu.stream_synchronize((CUstream)stream);
+    if (r == CUDA_SUCCESS) return HAR_OK;
+    const char *msg = "unknown";
+    cu.get_error_string(r, &msg);
+    har_note("cuStreamSynchronize: %s", msg);
+    return HAR_ERR_CUDA;
+}
+
+int har_cuda_stream_capturing(void *stream)
+{
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    return cuda_bind() && cu.stream_is_capturing && cu.stream_is_capturing((CUstream)stream, &status) == CUDA_SUCCESS &&
+           status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
 #else
 har_mem_kind_t har_mem_kind(const void *p, int *device)
 {
@@ -220,6 +240,8 @@ har_status_t har_mem_copy(void *dst, har_mem_kind_t dst_kind, const void *src, h
     if (bytes) memcpy(dst, src, bytes);
     return HAR_OK;
 }
+har_status_t har_cuda_stream_wait(void *stream) { (void)stream; return HAR_OK; }
+int har_cuda_stream_capturing(void *stream) { (void)stream; return 0; }
 #endif
 
 /* ---- what the MPI can do with device memory ----------------------------- */

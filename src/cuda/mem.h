@@ -20,6 +20,11 @@ HAR_HIDDEN har_mem_kind_t har_mem_kind(const void *p, int *device);
 /* Copies between any two kinds; HAR_OK or HAR_ERR_CUDA (logged). */
 HAR_HIDDEN har_status_t har_mem_copy(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind,
                                      size_t bytes);
+/* Waits for the work queued on `stream` (a CUstream or cudaStream_t; NULL:
+ * the legacy default stream); HAR_OK, or HAR_ERR_CUDA with a note. */
+HAR_HIDDEN har_status_t har_cuda_stream_wait(void *stream);
+/* Is `stream` being captured into a CUDA graph? */
+HAR_HIDDEN int har_cuda_stream_capturing(void *stream);
 /* Has the application loaded libcuda? (cheap when nothing new was loaded) */
 HAR_HIDDEN int har_cuda_loaded(void);
 /* Has the calling thread a current CUDA context? */

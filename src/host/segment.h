@@ -200,8 +200,9 @@ har_status_t har_seg_wait(har_seg_t *seg, int peer, uint64_t epoch, double timeo
 har_status_t har_seg_wait_all(har_seg_t *seg, uint64_t epoch, double timeout, int *culprit);
 /* While something else waits (a GPU stream, an MPI request): the same
  * checks as a wait's slow path, on every peer, with the time-out counted
- * from `started` (har_seg_now()). */
-har_status_t har_seg_check_peers(har_seg_t *seg, double started, double timeout, int *culprit);
+ * from `started` (har_seg_now()); without `listen`, the notices from other
+ * nodes are not tested (an MPI call: for a thread of har's own). */
+har_status_t har_seg_check_peers(har_seg_t *seg, double started, double timeout, int listen, int *culprit);
 double har_seg_now(void);
 /* Records why this rank gives up and tells every local peer to stop
  * waiting. The first report wins; returns 1 if it was this one. */

@@ -74,11 +74,13 @@ static har_status_t peer_state(har_seg_t *seg, int peer)
     return atomic_load_explicit(&ctl->left, memory_order_acquire) ? HAR_ERR_PEER_LEFT : HAR_ERR_PEER_DEAD;
 }
 
-/* The slow path's checks on one peer. */
-static har_status_t check(har_seg_t *seg, int peer, double started, double timeout, int *culprit)
+/* The slow path's checks on one peer (-1: none); `listen`: and the
+ * notices from other nodes (an MPI call). */
+static har_status_t check(har_seg_t *seg, int peer, double started, double timeout, int listen, int *culprit)
 {
     *culprit = -1;
-    if (atomic_load(&seg->hdr->failed) || (seg->heard && seg->heard(seg->heard_ctx))) return HAR_ERR_PEER_FAILED;
+    if (atomic_load(&seg->hdr->failed) || (listen && seg->heard && seg->heard(seg->heard_ctx)))
+        return HAR_ERR_PEER_FAILED;
     har_status_t gone = peer >= 0 ? peer_state(seg, peer) : HAR_OK;
     if (gone != HAR_OK) {
         *culprit = peer;
@@ -106,7 +108,7 @@ har_status_t har_seg_wait(har_seg_t *seg, int peer, uint64_t epoch, double timeo
         nanosleep(&nap, NULL);
         if (nap.tv_nsec < 1000000) nap.tv_nsec += nap.tv_nsec / 4;
         if (i % 16) continue;  /* the checks below are slower than a flag load */
-        har_status_t st = check(seg, peer, start, timeout, culprit);
+        har_status_t st = check(seg, peer, start, timeout, 1, culprit);
         if (st == HAR_OK) continue;
         /* It may have finished the step just before it left. */
         if (atomic_load_explicit(&ctl->epoch, memory_order_acquire) >= epoch) return HAR_OK;
@@ -124,9 +126,9 @@ har_status_t har_seg_wait_all(har_seg_t *seg, uint64_t epoch, double timeout, in
     return HAR_OK;
 }
 
-har_status_t har_seg_check_peers(har_seg_t *seg, double started, double timeout, int *culprit)
+har_status_t har_seg_check_peers(har_seg_t *seg, double started, double timeout, int listen, int *culprit)
 {
-    har_status_t st = check(seg, -1, started, timeout, culprit);
+    har_status_t st = check(seg, -1, started, timeout, listen, culprit);
     for (int peer = 0; st == HAR_OK && peer < seg->nranks; peer++)
         if (peer != seg->me && (st = peer_state(seg, peer)) != HAR_OK) *culprit = peer;
     return st;

@@ -4,7 +4,7 @@
  *   har-bench [--min BYTES] [--max BYTES] [--type float|double|int|long]
  *             [--op sum|max|min|prod] [--device] [--cuda-first] [--iters N]
  *             [--warmup N] [--buffers K] [--out-of-place] [--check] [--csv FILE]
- *             [--quiet] [--tuning TABLE] [--nonblocking]
+ *             [--quiet] [--tuning TABLE] [--nonblocking] [--enqueue]
  *
  * Candidates: "har" (the intercepted MPI_Allreduce), "mpi" (the MPI's own
  * PMPI_Allreduce; device buffers are staged through host memory around it,
@@ -45,6 +45,17 @@
  * MPI_Wait on a request made once per size and buffer (MPI_Allreduce_init,
  * MPIX_ under Open MPI 4.1), timed and overlapped the same way.
  *
+ * --enqueue (with --device) times har_allreduce_enqueue, the all-reduce
+ * queued on a stream: "har_enqueue" is one call queued on a non-blocking
+ * stream and that stream synchronised (the blocking contract again), beside
+ * "har" (MPI_Allreduce) and "floor"; then, per size, streams of 100 calls
+ * queued back to back and the stream synchronised once (stream_us: per
+ * call, the maximum over ranks of each stream's time, median of the
+ * streams), the same with an empty kernel of the application's before
+ * each call (kernels_us), and the host time of one queued call while the
+ * stream is busy with the calls before it (host_us: each rank's median
+ * over a stream, then the maximum over ranks, median of the streams).
+ *
  * Calls are in place (MPI_IN_PLACE), as gradient all-reduces are; with
  * --out-of-place each takes a send buffer of its own beside the result's
  * (the MPI's own all-reduce then copies the input first, which in place it
@@ -83,7 +94,8 @@ static const struct { const char *name; MPI_Op op; int nccl; } op_opts[] = {
 
 /* What each candidate runs; tuning candidates are har forced to one choice. */
 typedef enum {
-    RUN_HAR, RUN_MPI, RUN_NCCL, RUN_NCCL_RING_LL, RUN_FORCED, RUN_FLOOR, RUN_HAR_NB, RUN_MPI_NB, RUN_HAR_PERSISTENT
+    RUN_HAR, RUN_MPI, RUN_NCCL, RUN_NCCL_RING_LL, RUN_FORCED, RUN_FLOOR, RUN_HAR_NB, RUN_MPI_NB, RUN_HAR_PERSISTENT,
+    RUN_HAR_ENQUEUE
 } run_t;
 
 #if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)  /* as src/collectives.h */
@@ -112,7 +124,7 @@ static int ncands;
 static const char usage[] =
     "usage: har-bench [--min BYTES] [--max BYTES] [--type float|double|int|long] [--op sum|max|min|prod]\n"
     "                 [--device] [--cuda-first] [--iters N] [--warmup N] [--buffers K] [--out-of-place]\n"
-    "                 [--check] [--csv FILE] [--quiet] [--tuning TABLE] [--nonblocking]\n"
+    "                 [--check] [--csv FILE] [--quiet] [--tuning TABLE] [--nonblocking] [--enqueue]\n"
     "Run it under mpirun; sizes are bytes, with K, M or G. See the README's Benchmark section.\n";
 
 static struct {
@@ -120,9 +132,9 @@ static struct {
     const type_opt_t *type;
     MPI_Op op;
     const char *op_name;
-    int op_nccl, device, cuda_first, iters, warmup, buffers, out_of_place, check, quiet, nonblocking;
+    int op_nccl, device, cuda_first, iters, warmup, buffers, out_of_place, check, quiet, nonblocking, enqueue;
     const char *csv, *tune;
-} opt = {4, 64 << 20, &type_opts[0], MPI_SUM, "sum", 0, 0, 0, 0, 5, 4, 0, 0, 0, 0, NULL, NULL};
+} opt = {4, 64 << 20, &type_opts[0], MPI_SUM, "sum", 0, 0, 0, 0, 5, 4, 0, 0, 0, 0, 0, NULL, NULL};
 
 static int rank, nranks, local_size, nnodes;
 static char *host_stage;
@@ -134,6 +146,7 @@ static struct {
     cudaStream_t stream;
 } nccl;
 static cudaStream_t floor_stream;  /* blocking, as har's own */
+static cudaStream_t enqueue_stream;  /* --enqueue: the application's, non-blocking */
 #endif
 
 /* A failure on this rank alone: said by it, then the job ends. */
@@ -321,6 +334,13 @@ static int one_call(const cand_t *c, const void *in, void *buf, size_t n, double
         return cudaStreamSynchronize(nccl.stream) == cudaSuccess ? MPI_SUCCESS : MPI_ERR_OTHER;
 #endif
         break;
+    case RUN_HAR_ENQUEUE:
+#ifdef HAR_BENCH_CUDA
+        rc = har_allreduce_enqueue(send, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD, enqueue_stream);
+        if (rc != MPI_SUCCESS) return rc;
+        return cudaStreamSynchronize(enqueue_stream) == cudaSuccess ? MPI_SUCCESS : MPI_ERR_OTHER;
+#endif
+        break;
     case RUN_FLOOR:
         /* What any call that launches a kernel and waits for it costs at
          * least: no data, no peers. */
@@ -448,6 +468,7 @@ static void parse_args(int argc, char **argv)
         else if (!strcmp(arg, "--out-of-place")) opt.out_of_place = 1;
         else if (!strcmp(arg, "--quiet")) opt.quiet = 1;
         else if (!strcmp(arg, "--nonblocking")) opt.nonblocking = 1;
+        else if (!strcmp(arg, "--enqueue")) opt.enqueue = 1;
         else if (!strcmp(arg, "--device")) opt.device = 1;
         else if (!strcmp(arg, "--cuda-first")) opt.cuda_first = opt.device = 1;
         else if (!strcmp(arg, "--type") && val) {
@@ -476,6 +497,16 @@ static void parse_args(int argc, char **argv)
         fprintf(stderr, "har-bench: --tuning times the blocking call; --nonblocking is for comparing\n");
         exit(2);
     }
+    if (opt.enqueue && (!opt.device || opt.tune || opt.nonblocking)) {
+        fprintf(stderr, "har-bench: --enqueue times device buffers (--device), alone\n");
+        exit(2);
+    }
+#ifndef HAR_BENCH_CUDA
+    if (opt.enqueue) {
+        fprintf(stderr, "har-bench: built without CUDA: no --enqueue\n");
+        exit(2);
+    }
+#endif
     if (opt.buffers < 1) opt.buffers = 1;
     if (opt.max_bytes < opt.min_bytes) opt.max_bytes = opt.min_bytes;
 }
@@ -558,6 +589,54 @@ static void write_table(const size_t *sizes, double med[][MAX_CANDS], double p90
     fclose(f);
 }
 
+#ifdef HAR_BENCH_CUDA
+/* --enqueue: streams of ENQUEUE_STREAM calls queued back to back on the
+ * rotating buffers (with an empty kernel before each: `kernels`), the
+ * stream synchronised once; per call, the maximum over ranks, the median
+ * of the streams. *host: the median over a stream of one call's host time
+ * (max over ranks, median of the streams). The data grow by repeated
+ * sums: only timing matters here. */
+#define ENQUEUE_STREAM 100
+static void enqueue_streams(size_t n, void **bufs, void **ins, int iters, double *stream_us, double *kernels_us,
+                            double *host_us)
+{
+    int reps = iters / 10 < 5 ? 5 : iters / 10 > 50 ? 50 : iters / 10;
+    double *per[3];
+    for (int k = 0; k < 3; k++) per[k] = calloc((size_t)reps, sizeof(double));
+    double host[ENQUEUE_STREAM];
+    for (int rep = -1; rep < reps; rep++)
+        for (int kernels = 0; kernels < 2; kernels++) {
+            PMPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            for (int k = 0; k < ENQUEUE_STREAM; k++) {
+                int slot = k % opt.buffers;
+#ifdef HAR_BENCH_FLOOR
+                if (kernels && har_dev_empty(enqueue_stream) != 0) die("kernel launch failed");
+#endif
+                double h0 = MPI_Wtime();
+                if (har_allreduce_enqueue(ins[slot] ? ins[slot] : MPI_IN_PLACE, bufs[slot], (int)n, opt.type->type,
+                                          opt.op, MPI_COMM_WORLD, enqueue_stream) != MPI_SUCCESS)
+                    die("har_allreduce_enqueue failed");
+                host[k] = MPI_Wtime() - h0;
+            }
+            if (cudaStreamSynchronize(enqueue_stream) != cudaSuccess) die("cudaStreamSynchronize failed");
+            double dt = (MPI_Wtime() - t0) / ENQUEUE_STREAM;
+            qsort(host, ENQUEUE_STREAM, sizeof *host, cmp_double);
+            if (rep >= 0) {
+                per[kernels][rep] = dt;
+                if (!kernels) per[2][rep] = host[ENQUEUE_STREAM / 2];
+            }
+        }
+    double *out[3] = {stream_us, kernels_us, host_us};
+    for (int k = 0; k < 3; k++) {
+        PMPI_Allreduce(MPI_IN_PLACE, per[k], reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        qsort(per[k], (size_t)reps, sizeof(double), cmp_double);
+        *out[k] = round(per[k][reps / 2] * 1e9) / 1e3;
+        free(per[k]);
+    }
+}
+#endif
+
 int main(int argc, char **argv)
 {
     parse_args(argc, argv);
@@ -584,6 +663,13 @@ int main(int argc, char **argv)
                 snprintf(names[k], sizeof names[k], "%s+two_shot", name), add_cand(names[k++], RUN_FORCED);
         }
         if (nnodes == 1) add_cand("mpi", RUN_FORCED);
+    } else if (opt.enqueue) {
+        add_cand("har_enqueue", RUN_HAR_ENQUEUE);
+        add_cand("har", RUN_HAR);
+#ifdef HAR_BENCH_CUDA
+        if (cudaStreamCreateWithFlags(&enqueue_stream, cudaStreamNonBlocking) != cudaSuccess)
+            die("cudaStreamCreate failed");
+#endif
     } else if (opt.nonblocking) {
         add_cand("har", RUN_HAR_NB);
         add_cand("mpi", RUN_MPI_NB);
@@ -623,10 +709,11 @@ int main(int argc, char **argv)
     FILE *csv = NULL;
     if (opt.csv && rank == 0 && !(csv = fopen(opt.csv, "w"))) die("cannot write the CSV file");
     if (csv) fprintf(csv, "bytes,candidate,ranks,ranks_per_node,nodes,buffers,class,type,op,median_us,p10_us,p90_us,"
-                          "algbw_GBs,busbw_GBs,paths,checked,in_place,compute_us,total_us,overlap_pct\n");
+                          "algbw_GBs,busbw_GBs,paths,checked,in_place,compute_us,total_us,overlap_pct,stream_us,kernels_us,host_us\n");
     if (rank == 0) {
         printf("# har-bench%s: %d ranks (%d per node, %d node(s)), %s %s, %s buffers (rotating over %d, %s), %s, "
-               "time = max over ranks per call, median us\n", opt.tune ? " --tuning" : opt.nonblocking ? " --nonblocking" : "",
+               "time = max over ranks per call, median us\n",
+               opt.tune ? " --tuning" : opt.nonblocking ? " --nonblocking" : opt.enqueue ? " --enqueue" : "",
                nranks, local_size,
                nnodes, opt.type->name, opt.op_name, opt.device ? "device" : "host", opt.buffers,
                opt.out_of_place ? "a send buffer each" : "in place",
@@ -634,6 +721,9 @@ int main(int argc, char **argv)
         printf("%12s", "bytes");
         for (int c = 0; c < ncands; c++) printf(" %*s", opt.tune ? 22 : 12, cands[c].name);
         if (opt.tune) printf(" %22s\n", "fastest");
+        else if (opt.enqueue)
+            printf(" %9s %9s %10s %9s %9s %10s %8s %-28s %s\n", "enq/har", floor_c >= 0 ? "enq/floor" : "", "stream_us",
+                   floor_c >= 0 ? "str/floor" : "", "str/har", "kernels_us", "host_us", "har_enqueue_paths", "checked");
         else if (opt.nonblocking)
             printf(" %8s %9s %9s %9s %8s %8s %8s %-24s %s\n", "har/mpi", "har/blk", persistent_c >= 0 ? "prs/blk" : "",
                    floor_c >= 0 ? "har/floor" : "", "har_ovl%", "mpi_ovl%", persistent_c >= 0 ? "prs_ovl%" : "",
@@ -672,6 +762,11 @@ int main(int argc, char **argv)
             har_counters(before, HAR_PATH_COUNT);
             fill(host, n, rank);
             to_buf(opt.out_of_place ? ins[0] : bufs[0], host, n * opt.type->size);
+#ifdef HAR_BENCH_CUDA
+            /* The copy from pageable memory may still be landing, and the
+             * queued call's non-blocking stream does not wait for it. */
+            if (cands[c].run == RUN_HAR_ENQUEUE) cudaStreamSynchronize(cudaStreamLegacy);
+#endif
             ok[c] = one_call(&cands[c], ins[0], bufs[0], n, 0) == MPI_SUCCESS;
             int served = (served_bits(before) & cands[c].must_serve) == cands[c].must_serve;
             from_buf(host, bufs[0], n * opt.type->size);
@@ -759,6 +854,10 @@ int main(int argc, char **argv)
             free(t[c]);
             t[c] = NULL;
         }
+        double stream_us = 0, kernels_us = 0, host_us = 0;
+#ifdef HAR_BENCH_CUDA
+        if (opt.enqueue && timed[0] && ok[0]) enqueue_streams(n, bufs, ins, iters, &stream_us, &kernels_us, &host_us);
+#endif
         for (int b = 0; persistent_c >= 0 && b < opt.buffers; b++) MPI_Request_free(&persistent[b]);
         /* --tuning: a choice 4x slower than the best at two sizes in a row is
          * not timed at larger ones (staging and the MPI only fall further behind). */
@@ -786,6 +885,15 @@ int main(int argc, char **argv)
                 else printf(" %*s", opt.tune ? 22 : 12, "-");
             if (opt.tune) {
                 printf(" %22s%s\n", best >= 0 ? cands[best].name : "-", opt.check && !all_ok ? " FAILED" : "");
+            } else if (opt.enqueue) {
+                char vs_floor[16] = "", str_floor[16] = "";
+                if (floor_c >= 0 && timed[floor_c]) {
+                    snprintf(vs_floor, sizeof vs_floor, "%.2f", med[0] / med[floor_c]);
+                    snprintf(str_floor, sizeof str_floor, "%.2f", stream_us / med[floor_c]);
+                }
+                printf(" %9.2f %9s %10.2f %9s %9.2f %10.2f %8.2f %-28s %s\n", med[0] / med[1], vs_floor, stream_us,
+                       str_floor, stream_us / med[1], kernels_us, host_us, took[0],
+                       opt.check ? (ok[0] && ok[1] ? "yes" : "FAILED") : "no");
             } else if (opt.nonblocking) {
                 char vs_blocking[16] = "-", vs_floor[16] = "", prs[16] = "", prs_ovl[16] = "", prs_took[100] = "";
                 int all = ok[0] && ok[1];
@@ -818,8 +926,12 @@ int main(int argc, char **argv)
                         opt.check && cands[c].run != RUN_FLOOR ? (ok[c] ? "yes" : "FAILED") : "no",
                         opt.out_of_place ? "no" : "yes");
                 /* --nonblocking: the host work, the time with it, the overlap */
-                if (total[c] > 0) fprintf(csv, "%.3f,%.3f,%.1f\n", med[c], total[c], overlap[c]);
-                else fprintf(csv, ",,\n");
+                if (total[c] > 0) fprintf(csv, "%.3f,%.3f,%.1f", med[c], total[c], overlap[c]);
+                else fprintf(csv, ",,");
+                /* --enqueue: the streams of queued calls */
+                if (opt.enqueue && cands[c].run == RUN_HAR_ENQUEUE)
+                    fprintf(csv, ",%.3f,%.3f,%.3f\n", stream_us, kernels_us, host_us);
+                else fprintf(csv, ",,,\n");
             }
         }
         if (bytes > opt.max_bytes / 2) break;
@@ -831,6 +943,7 @@ int main(int argc, char **argv)
     if (nccl.comm) nccl.api.comm_abort(nccl.comm);
     if (nccl.ring_ll) nccl.api.comm_abort(nccl.ring_ll);
     if (floor_stream) cudaStreamDestroy(floor_stream);
+    if (enqueue_stream) cudaStreamDestroy(enqueue_stream);
 #endif
     for (int b = 0; b < opt.buffers; b++) {
         buf_free(bufs[b]);

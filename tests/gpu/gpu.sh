@@ -128,6 +128,24 @@ else
         check "stress, $np ranks under MPS: $iters MPI_Iallreduce of 64 KiB to 1 MiB, up to 8 in flight on the barrier kernels gone ahead, every result checked" \
             env HAR_TIMEOUT=120 $mpi $np "$stress" --iters $iters --medium --nonblocking 8 --seed $seed --expect ipc --expect ahead
     done
+    # har_allreduce_enqueue: calls queued on the application's streams
+    # between its kernels, checked on the GPU; and a rank killed while its
+    # peers' calls are queued.
+    if [ -x "$bin/gpu/enqueue" ]; then
+        for run in 2:100000 4:100000 8:30000; do
+            np=${run%:*} iters=${run#*:}
+            check "enqueue, $np ranks under MPS: $iters all-reduces queued on three streams between the application's kernels, every type and op to 64 KiB, some blocking, some on host buffers, random delays, every result checked" \
+                env HAR_TIMEOUT=120 $mpi $np "$bin/gpu/enqueue" --iters $iters --seed $seed
+        done
+        check_kill_enqueued() {
+            local out
+            out=$(timeout 90 $mpi 4 "$bin/gpu/enqueue" --kill-at 500 --seed $seed 2>&1)
+            echo "$out" | grep -E '^enqueue|har' | head -20
+            [ "$(echo "$out" | grep -c 'failed at call')" = 3 ] && echo "$out" | grep -q 'failed at call .*died' && [ "$(echo "$out" | grep -c 'streams ended')" = 3 ]
+        }
+        check "enqueue, 4 ranks under MPS: a rank killed while its peers' calls are queued; every survivor's streams end and its next call fails naming the death" \
+            check_kill_enqueued
+    fi
     # Under MPI_THREAD_MULTIPLE the MPI serves them (staged), and blocking
     # calls wait for the arrival, on the kernels unless another call of
     # the process was in progress: 4 threads a rank, each on its own

@@ -15,7 +15,7 @@ tap_result $? "MPI_Allreduce is exported"
 # all of them (the persistent all-reduce is MPIX_ in 4.1, MPI_ from 5.0),
 # under MPICH the mpi_f08 completion calls, and none under the standard ABI
 # (C only).
-want="MPI_Iallreduce MPI_Wait MPI_Waitall MPI_Testsome MPI_Request_get_status MPI_Startall MPI_Request_free MPI_Bcast MPI_Ialltoallv"
+want="har_allreduce_enqueue MPI_Iallreduce MPI_Wait MPI_Waitall MPI_Testsome MPI_Request_get_status MPI_Startall MPI_Request_free MPI_Bcast MPI_Ialltoallv"
 ompi_major=$(printf '#include <mpi.h>\nOMPI_MAJOR_VERSION\n' | $MPICC -E -P -x c - 2> /dev/null | tail -1)
 case "$MPI_FLAVOUR" in
 openmpi) want="$want mpi_iallreduce_ MPI_WAIT mpi_wait mpi_wait_ mpi_wait__ mpi_wait_f08_ mpi_testsome_ mpi_startall_"

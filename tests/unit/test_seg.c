@@ -467,7 +467,7 @@ static void test_late(void)
         if (fd >= 0) close(fd);
         return;
     }
-    har_status_t st = har_seg_check_peers(&seg, har_seg_now(), 0, &culprit);
+    har_status_t st = har_seg_check_peers(&seg, har_seg_now(), 0, 1, &culprit);
     if (st != HAR_OK) FAIL("a peer that has not attached yet was taken for %d (culprit %d)", st, culprit);
     int ready[2];
     if (pipe(ready) != 0) {
@@ -484,14 +484,14 @@ static void test_late(void)
         }
         char ok = '0';
         if (pid < 0 || read(ready[0], &ok, 1) != 1 || ok != '1') FAIL("the late peer did not attach");
-        st = har_seg_check_peers(&seg, har_seg_now(), 0, &culprit);
+        st = har_seg_check_peers(&seg, har_seg_now(), 0, 1, &culprit);
         if (st != HAR_OK) FAIL("a live attached peer was taken for %d", st);
         if (pid > 0) {
             kill(pid, SIGKILL);
             int status;
             waitpid(pid, &status, 0);
         }
-        st = har_seg_check_peers(&seg, har_seg_now(), 0, &culprit);
+        st = har_seg_check_peers(&seg, har_seg_now(), 0, 1, &culprit);
         if (st != HAR_ERR_PEER_DEAD || culprit != 1) FAIL("a dead attached peer gave %d, culprit %d", st, culprit);
         close(ready[0]);
         close(ready[1]);

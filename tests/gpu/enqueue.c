@@ -1,0 +1,237 @@
+/* har_allreduce_enqueue as an application uses it: all-reduces queued on
+ * its streams between its own kernels, the host never waiting for them.
+ *   enqueue [--iters N] [--seed S] [--kill-at N]
+ * Every call (sizes from a sequence all ranks share: 1 element to 64 KiB,
+ * int, int64, float and double, sum, max and min, in place or not): a
+ * kernel writes the input on the stream, the call is queued there, a
+ * kernel checks the result against the reference computed on the GPU.
+ * The stream changes among two non-blocking streams and the legacy
+ * default stream (the new one waits for the old by an event, as the
+ * application's own kernels need; har orders its kernels across streams
+ * by itself); one call in 16 is
+ * a blocking MPI_Allreduce; one rank in one call in 32 passes host
+ * buffers (copied through the GPU on the stream); some ranks wait up to
+ * 200 us on the host or queue a kernel of up to 50 us before a call. The
+ * streams are waited for every 256 calls. It then checks that every
+ * queued call was counted "enqueued" (served on the kernels, none by the
+ * MPI) and prints the median and the 99th percentile of the time
+ * har_allreduce_enqueue took on the host.
+ * --kill-at N: local rank 1 dies after queuing call N; the others queue
+ * on until a call fails (MPI_ERRORS_RETURN), which must come within 30 s,
+ * and print what it said ("enqueue: rank R: failed ..."). */
+#include <cuda_runtime.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "enqueue_kernels.h"
+#include "har.h"
+
+static uint64_t next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    return (z ^ (z >> 27)) * 0x94d049bb133111ebull ^ (z >> 31);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void check(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess) return;
+    fprintf(stderr, "enqueue: %s: %s\n", what, cudaGetErrorString(e));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+#define POOL 8
+#define MAX_BYTES 65536
+
+int main(int argc, char **argv)
+{
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        const char *req = getenv("HAR_TEST_REQUIRE_GPU");
+        fprintf(stderr, "enqueue: no GPU visible\n");
+        return req && atoi(req) ? 1 : 77;
+    }
+    long iters = 20000, kill_at = -1;
+    uint64_t seed = 1;
+    for (int a = 1; a + 1 < argc; a++) {
+        if (!strcmp(argv[a], "--iters")) iters = atol(argv[++a]);
+        else if (!strcmp(argv[a], "--seed")) seed = strtoull(argv[++a], NULL, 10);
+        else if (!strcmp(argv[a], "--kill-at")) kill_at = atol(argv[++a]);
+    }
+    MPI_Init(&argc, &argv);
+    int rank, size, local;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    check(cudaSetDevice(local % ndev), "cudaSetDevice");
+    /* The calls go on a communicator of their own: the test's own
+     * exchanges (MPI_Reduce at the end) on the world's. */
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    if (kill_at >= 0) MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    cudaStream_t streams[3];
+    check(cudaStreamCreateWithFlags(&streams[0], cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cudaStreamCreateWithFlags(&streams[1], cudaStreamNonBlocking), "cudaStreamCreate");
+    streams[2] = 0;  /* the legacy default stream */
+    cudaEvent_t switched;
+    check(cudaEventCreateWithFlags(&switched, cudaEventDisableTiming), "cudaEventCreate");
+    char *ins[POOL], *outs[POOL];
+    for (int j = 0; j < POOL; j++) {
+        check(cudaMalloc((void **)&ins[j], MAX_BYTES), "cudaMalloc");
+        check(cudaMalloc((void **)&outs[j], MAX_BYTES), "cudaMalloc");
+    }
+    char *host_in = malloc(MAX_BYTES), *host_out = malloc(MAX_BYTES);
+    unsigned long long *bad_dev, bad = 0;
+    check(cudaMalloc((void **)&bad_dev, sizeof *bad_dev), "cudaMalloc");
+    check(cudaMemset(bad_dev, 0, sizeof *bad_dev), "cudaMemset");
+    const MPI_Datatype types[4] = {MPI_INT, MPI_INT64_T, MPI_FLOAT, MPI_DOUBLE};
+    const int sizes[4] = {4, 8, 4, 8};
+    const MPI_Op ops[3] = {MPI_SUM, MPI_MAX, MPI_MIN};
+    /* Two blocking calls on device buffers set the communicator up for
+     * them (docs/CALLS.md): checked, not counted. */
+    for (int i = 0; i < 2; i++) {
+        check((cudaError_t)enq_fill(ins[0], 1, ENQ_INT, rank, i, 0), "fill");
+        check(cudaDeviceSynchronize(), "sync");
+        MPI_Allreduce(ins[0], outs[0], 1, MPI_INT, MPI_SUM, comm);
+        check((cudaError_t)enq_verify(outs[0], 1, ENQ_INT, ENQ_SUM, size, i, bad_dev, 0), "verify");
+    }
+    check(cudaDeviceSynchronize(), "sync");
+    int enq = har_counter_index("enqueued"), mpi = har_counter_index("mpi");
+    unsigned long long before[64], after[64];
+    har_counters(before, 64);
+    uint64_t shared = seed, mine = seed ^ (uint64_t)(rank + 1) * 0x51ed27;
+    long queued = 0, blocking = 0, host_calls = 0, timed = 0, failed_at = -1;
+    double *took = malloc((size_t)iters * sizeof *took), deadline = 0;
+    int rc = MPI_SUCCESS, st = 0;
+    for (long it = 0; it < iters || kill_at >= 0; it++) {
+        if (kill_at >= 0 && it == kill_at + 1) deadline = now() + 30;
+        if (deadline && now() > deadline) {
+            printf("enqueue: rank %d: no call failed within 30 s of a peer's death\n", rank);
+            fflush(stdout);
+            _exit(1);
+        }
+        int type = (int)(next(&shared) % 4), op = (int)(next(&shared) % 3), in_place = next(&shared) % 2 == 0;
+        int n = 1 + (int)(next(&shared) % (uint64_t)(MAX_BYTES / sizes[type]));
+        if (next(&shared) % 8 == 0) {
+            /* Another stream: ordered after the last one, as an application
+             * that reuses its buffers there must (har orders only its own
+             * kernels across streams). */
+            int was = st;
+            st = (int)(next(&shared) % 3);
+            check(cudaEventRecord(switched, streams[was]), "cudaEventRecord");
+            check(cudaStreamWaitEvent(streams[st], switched, 0), "cudaStreamWaitEvent");
+        }
+        int block = next(&shared) % 16 == 0, host_rank = next(&shared) % 32 == 0 ? (int)(next(&shared) % size) : -1;
+        int tag = (int)(it % 1000), j = (int)(it % POOL);
+        cudaStream_t s = streams[st];
+        char *in = ins[j], *out = outs[j];
+        uint64_t r = next(&mine);
+        if (r % 8 == 0) check((cudaError_t)enq_spin(1e-9 * (double)((r >> 20) % 50000), s), "spin");
+        if ((r >> 8) % 16 == 0) {
+            struct timespec ts = {0, (long)((r >> 40) % 200000)};
+            nanosleep(&ts, NULL);
+        }
+        if (host_rank == rank && !block) {
+            /* Host buffers: written on the host once the stream is idle (an
+             * earlier call may still use the ones it reads from). */
+            check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+            char *hin = in_place ? host_out : host_in;
+            for (int i = 0; i < n; i++) {
+                long long v = enq_input(i, rank, tag);
+                if (type == ENQ_INT) ((int *)hin)[i] = (int)v;
+                else if (type == ENQ_LONG) ((long long *)hin)[i] = v;
+                else if (type == ENQ_FLOAT) ((float *)hin)[i] = (float)v;
+                else ((double *)hin)[i] = (double)v;
+            }
+            rc = har_allreduce_enqueue(in_place ? MPI_IN_PLACE : host_in, host_out, n, types[type], ops[op], comm, s);
+            check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+            for (int i = 0; rc == MPI_SUCCESS && i < n; i++) {
+                long long want = enq_expected(i, type, op, size, tag), got;
+                if (type == ENQ_INT) got = ((int *)host_out)[i];
+                else if (type == ENQ_LONG) got = ((long long *)host_out)[i];
+                else if (type == ENQ_FLOAT) got = (long long)((float *)host_out)[i];
+                else got = (long long)((double *)host_out)[i];
+                if (got != want) { bad++; break; }
+            }
+            queued++, host_calls++;
+        } else {
+            check((cudaError_t)enq_fill(in_place ? out : in, n, type, rank, tag, s), "fill");
+            if (block) {
+                check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+                rc = MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, n, types[type], ops[op], comm);
+                blocking++;
+            } else {
+                double t0 = now();
+                rc = har_allreduce_enqueue(in_place ? MPI_IN_PLACE : in, out, n, types[type], ops[op], comm, s);
+                if (timed < iters) took[timed++] = now() - t0;
+                queued++;
+            }
+            if (rc == MPI_SUCCESS) check((cudaError_t)enq_verify(out, n, type, op, size, tag, bad_dev, s), "verify");
+        }
+        if (rc != MPI_SUCCESS) {
+            char msg[MPI_MAX_ERROR_STRING];
+            int len = 0;
+            MPI_Error_string(rc, msg, &len);
+            printf("enqueue: rank %d: failed at call %ld, %.2f s after the peer's death: %s\n", rank, it,
+                   deadline ? now() - (deadline - 30) : 0.0, msg);
+            failed_at = it;
+            break;
+        }
+        if (kill_at >= 0 && it == kill_at && local == 1) {
+            fflush(stdout);
+            kill(getpid(), SIGKILL);
+        }
+        if (it % 256 == 255 || it + 1 == iters)
+            for (int k = 0; k < 3; k++) check(cudaStreamSynchronize(streams[k]), "cudaStreamSynchronize");
+    }
+    if (kill_at >= 0) {
+        /* The streams must end (the stopped kernels), and nothing waits for the dead peer. */
+        for (int k = 0; k < 3; k++) check(cudaStreamSynchronize(streams[k]), "cudaStreamSynchronize");
+        printf("enqueue: rank %d: streams ended\n", rank);
+        fflush(stdout);
+        _exit(failed_at >= 0 ? 0 : 1);
+    }
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    unsigned long long bad_gpu = 0;
+    check(cudaMemcpy(&bad_gpu, bad_dev, sizeof bad_gpu, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    har_counters(after, 64);
+    long enqueued = enq < 0 ? -1 : (long)(after[enq] - before[enq]), by_mpi = mpi < 0 ? -1 : (long)(after[mpi] - before[mpi]);
+    qsort(took, (size_t)timed, sizeof *took, cmp_double);
+    long totals[3] = {(long)(bad + bad_gpu), enqueued == queued && by_mpi == 0 ? 0 : 1, 0}, sums[3];
+    MPI_Reduce(totals, sums, 3, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);  /* not MPI_Allreduce: not under test */
+    MPI_Bcast(sums, 3, MPI_LONG, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("enqueue: %d ranks, %ld calls each (seed %llu): %ld queued (%ld on host buffers), %ld blocking; %ld wrong "
+               "results; every queued call counted enqueued and none by the MPI: %s (rank 0: %ld of %ld, mpi %ld); "
+               "host time of a queued call, rank 0: median %.2f us, 99th percentile %.2f us\n",
+               size, iters, (unsigned long long)seed, queued, host_calls, blocking, sums[0], sums[1] ? "NO" : "yes",
+               enqueued, queued, by_mpi, timed ? 1e6 * took[timed / 2] : 0, timed ? 1e6 * took[timed * 99 / 100] : 0);
+    for (int j = 0; j < POOL; j++) cudaFree(ins[j]), cudaFree(outs[j]);
+    cudaFree(bad_dev);
+    cudaStreamDestroy(streams[0]);
+    cudaStreamDestroy(streams[1]);
+    free(host_in), free(host_out), free(took);
+    MPI_Comm_free(&comm);
+    MPI_Comm_free(&node);
+    MPI_Finalize();
+    return sums[0] || sums[1];
+}
