@@ -119,9 +119,14 @@ HAR_API int har_allreduce(const void *sendbuf, void *recvbuf, int count,
  * `comm` with the class that names it; the results of the calls from the
  * failed one on are undefined. Returns MPI_SUCCESS, the MPI's error for
  * arguments the MPI would refuse, or the error of an earlier failed call;
- * errors also go through the communicator's error handler. A stream being
- * captured into a CUDA graph is refused (MPI_ERR_OTHER): har's kernels
- * carry the call's number, which a replay would repeat. */
+ * errors also go through the communicator's error handler.
+ *
+ * On a stream being captured into a CUDA graph, a call har's kernels
+ * serve (device buffers on the communicator's GPU) is captured, and every
+ * replay of the graph is a new all-reduce: every rank replays its graphs
+ * in the same order as its other all-reduces on `comm`, one graph of a
+ * communicator at a time. Any other call is refused on a capturing stream
+ * (MPI_ERR_OTHER): it would have to wait for the stream. */
 HAR_API int har_allreduce_enqueue(const void *sendbuf, void *recvbuf, int count,
                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                   void *stream);

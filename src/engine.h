@@ -82,9 +82,12 @@ typedef struct har_engine {
      * on the push kernels: queued on the application's `stream` (a
      * cudaStream_t), after its work there and after every call of this
      * engine queued before, and returns; nothing on the host waits for it
-     * (the engine watches it for dead peers). NULL: the caller waits for
-     * the stream and makes a blocking call instead. */
-    har_status_t (*enqueue)(void *engine, har_node_t *node, const har_call_t *call, uint64_t no, void *stream);
+     * (the engine watches it for dead peers). `captured`: the stream is
+     * being captured into a CUDA graph, each replay of which is a new
+     * call. NULL: the caller waits for the stream and makes a blocking
+     * call instead. */
+    har_status_t (*enqueue)(void *engine, har_node_t *node, const har_call_t *call, uint64_t no, void *stream,
+                            int captured);
     /* Local: no MPI call. Every call has completed on every local rank
      * (the state's free meets its peers first). */
     void (*destroy)(void *engine);

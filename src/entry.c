@@ -343,15 +343,7 @@ int har_iallreduce_start(const void *sbuf, void *rbuf, har_count_t count, MPI_Da
 int har_allreduce_enqueue(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                           void *stream)
 {
-    int rc;
-    if (har_cuda_stream_capturing(stream)) {
-        /* Refused on every rank alike before any call is numbered. */
-        har_log(HAR_LOG_ERROR, "har_allreduce_enqueue on a stream being captured into a CUDA graph: not supported "
-                "(the kernels carry the call's number, which every replay would repeat)");
-        rc = MPI_ERR_OTHER;
-        PMPI_Comm_call_errhandler(comm, rc);
-        return rc;
-    }
+    int rc, captured = har_cuda_stream_capturing(stream);
     har_call_t call;
     har_comm_t *c;
     if (!inside_har && har_entry_ready() && describe(&call, sbuf, rbuf, count, type, op, comm) &&
@@ -360,7 +352,8 @@ int har_allreduce_enqueue(const void *sbuf, void *rbuf, int count, MPI_Datatype 
         har_note_clear();
         har_plan_t plan;
         int forced = __atomic_load_n(&algo_override, __ATOMIC_RELAXED);
-        har_status_t st = har_comm_enqueue(c, &call, forced >= 0 ? (unsigned)forced : c->set.algo, stream, &plan);
+        har_status_t st =
+            har_comm_enqueue(c, &call, forced >= 0 ? (unsigned)forced : c->set.algo, stream, captured, &plan);
         if (st != HAR_OK || plan.engine != HAR_PATH_MPI) {
             rc = MPI_SUCCESS;
             if (st != HAR_OK) {
@@ -373,6 +366,16 @@ int har_allreduce_enqueue(const void *sbuf, void *rbuf, int count, MPI_Datatype 
             return rc;
         }
         inside_har = 0;
+    }
+    if (captured) {
+        /* Every rank alike (what decided it is shared), before any call is
+         * numbered: a capture cannot wait for its stream. */
+        har_log(HAR_LOG_ERROR, "har_allreduce_enqueue of count %d on a stream being captured into a CUDA graph: only "
+                "calls har's kernels queue can be captured (one node, a communicator an all-reduce on device "
+                "buffers set up, at most HAR_DEVICE_PUSH_MAX bytes, HAR_CHECK off)", count);
+        rc = MPI_ERR_OTHER;
+        PMPI_Comm_call_errhandler(comm, rc);
+        return rc;
     }
     /* Not on har's kernels: the blocking call, once the stream's work (the
      * input, perhaps) is done. */

@@ -565,7 +565,8 @@ har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, ha
     return HAR_OK;
 }
 
-har_status_t har_comm_enqueue(har_comm_t *c, har_call_t *call, unsigned forced, void *stream, har_plan_t *plan)
+har_status_t har_comm_enqueue(har_comm_t *c, har_call_t *call, unsigned forced, void *stream, int captured,
+                              har_plan_t *plan)
 {
     har_node_t *node = &c->node;
     if (failed_before(c)) return HAR_ERR_PEER_FAILED;
@@ -578,7 +579,7 @@ har_status_t har_comm_enqueue(har_comm_t *c, har_call_t *call, unsigned forced, 
         mpi_plan(plan);
         return HAR_OK;
     }
-    plan->paths |= HAR_BIT(ENQUEUED);
+    plan->paths |= HAR_BIT(ENQUEUED) | (captured ? HAR_BIT(CAPTURED) : 0);
     uint64_t no = node->call = c->calls++;
     end_older(c, no, 1);  /* a non-blocking call two before, if one is still open */
     if (c->mode == HAR_COMM_FAILED) return HAR_ERR_PEER_FAILED;  /* the call it waited for failed */
@@ -593,7 +594,7 @@ har_status_t har_comm_enqueue(har_comm_t *c, har_call_t *call, unsigned forced, 
         har_node_fail(node, HAR_ERR_BUFFER, -1, "enqueue");
         return HAR_ERR_BUFFER;
     }
-    return har_engines[plan->engine]->enqueue(c->eng[plan->engine].impl, node, call, no, stream);
+    return har_engines[plan->engine]->enqueue(c->eng[plan->engine].impl, node, call, no, stream, captured);
 }
 
 /* HAR_CHECK: every rank's result, compared across the communicator; the

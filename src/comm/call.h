@@ -37,7 +37,8 @@ typedef struct har_pending har_pending_t;
 HAR_HIDDEN har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan,
                                        har_pending_t **pending);
 /* Plans a stream-ordered call (har_allreduce_enqueue) and, where har's
- * kernels serve it, queues it on `stream` (a cudaStream_t) and returns:
+ * kernels serve it, queues it on `stream` (a cudaStream_t; `captured`: into
+ * the CUDA graph the stream is capturing) and returns:
  * one node, a communicator set up for device buffers, a plan that goes
  * ahead on push kernels, HAR_CHECK off (it compares results on the host).
  * Every rank decides alike from what they share. Else plan->engine is the
@@ -45,7 +46,7 @@ HAR_HIDDEN har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned
  * rank's buffers may be anywhere (the engine copies them through its GPU
  * in stream order). A failure fails the communicator for good. */
 HAR_HIDDEN har_status_t har_comm_enqueue(har_comm_t *c, har_call_t *call, unsigned forced, void *stream,
-                                         har_plan_t *plan);
+                                         int captured, har_plan_t *plan);
 /* Without waiting: 1 once the call has ended (its status in *st, the MPI's
  * class of a differing call included), 0 while it runs. */
 HAR_HIDDEN int har_pending_test(har_pending_t *p, har_status_t *st);

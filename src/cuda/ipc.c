@@ -58,6 +58,9 @@ typedef struct {
     uint64_t differs[4 * HAR_DEV_MAX_BLOCKS];
     uint64_t done[HAR_DEV_PUSH_BLOCKS];
     uint64_t ended[HAR_DEV_PUSH_BLOCKS];
+    /* The same for calls captured into CUDA graphs, numbered apart. */
+    uint64_t graph_differs[4 * HAR_DEV_PUSH_BLOCKS];
+    uint64_t graph_done[HAR_DEV_PUSH_BLOCKS];
     har_resident_call_t post __attribute__((aligned(HAR_DEV_LINE)));
 } push_host_t;
 
@@ -103,6 +106,15 @@ typedef struct ipc {
     /* The push kernels (kernels.cu): their area in every segment, per call
      * parity the (writer, block) lines then a data region per writer. */
     size_t push_max, push_parity;        /* the largest push call in bytes (0: no push area); bytes per parity */
+    /* Calls captured into CUDA graphs: a push area of their own (at
+     * graph_at, after the other), numbered on the GPU by graph_counter
+     * (har_push_args_t.counter), since the host never sees a replay. */
+    size_t graph_at;
+    uint64_t *graph_counter;
+    int captured;                        /* a call was captured: the watch looks at the peers for good */
+    double graph_checked;                /* the watch's last look at them */
+    uint64_t graph_differs_seen;         /* the last difference a graph's kernels recorded that it reported */
+    har_arrival_t graph_calls[ENQ_RING]; /* the captured calls, by call number */
     int push_blocks;                     /* their grid: the same on every rank */
     uint64_t push_seq;                   /* push calls so far; the same on every rank */
     push_host_t *push_host, *push_host_dev;  /* pinned and mapped: what the kernels tell the host */
@@ -197,6 +209,7 @@ static void ipc_destroy(void *engine)
     if (d->push_host) cudaFreeHost(d->push_host);
     if (d->ahead_stage) cudaFree(d->ahead_stage);
     if (d->enq_stage) cudaFree(d->enq_stage);
+    if (d->graph_counter) cudaFree(d->graph_counter);
     for (int i = 0; i < 2; i++) {
         unpinned_free(d->stage[i], d->slot_bytes);
         if (d->out[i]) cudaEventDestroy(d->out[i]);
@@ -312,7 +325,8 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         d->push_parity = d->push_max
                              ? (HAR_DEV_PUSH_LINES + d->nranks * HAR_DEV_PUSH_REGION(d->push_max) + 4095) / 4096 * 4096
                              : 0;
-        d->slots_at = HAR_DEV_FLAG_BYTES + 2 * d->push_parity;
+        d->graph_at = HAR_DEV_FLAG_BYTES + 2 * d->push_parity;
+        d->slots_at = d->graph_at + 2 * d->push_parity;
         size_t ahead = node->nnodes == 1 ? (size_t)node->set->device_ahead_max : 0;
         d->ahead_max = ahead > d->push_max ? ahead : d->push_max;
         /* Where this rank's setting asks for a resident grid, every grid
@@ -343,6 +357,9 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
                            "cudaHostAlloc") == HAR_OK &&
              har_gpu_check(cudaHostGetDevicePointer((void **)&d->push_host_dev, d->push_host, 0),
                            "mapped push flags") == HAR_OK &&
+             (!d->push_max ||
+              (har_gpu_check(cudaMalloc((void **)&d->graph_counter, 2 * sizeof(uint64_t)), "cudaMalloc (graph counter)") == HAR_OK &&
+               har_gpu_check(cudaMemset(d->graph_counter, 0, 2 * sizeof(uint64_t)), "cudaMemset") == HAR_OK)) &&
              (!d->resident_idle_ns ||
               (har_gpu_stream_create((void **)&d->resident_stream) == HAR_OK &&
                har_gpu_check(cudaMalloc((void **)&d->relay, sizeof *d->relay), "cudaMalloc (resident relay)") == HAR_OK &&
@@ -532,6 +549,7 @@ typedef struct {
     uint64_t id;        /* what its kernels' records of a differing peer carry */
     int blocks;         /* its kernels' blocks, at most: who may have recorded one */
     const char *step;
+    const uint64_t *records;  /* where its kernels record a difference (NULL: push_host->differs) */
 } call_watch_t;
 
 /* A difference the kernels of call w recorded, reported (har_calls_differ);
@@ -539,7 +557,7 @@ typedef struct {
 static har_status_t recorded_difference(const call_watch_t *w)
 {
     for (int b = 0; b < w->blocks; b++) {
-        const volatile uint64_t *rec = w->d->push_host->differs + 4 * b;
+        const volatile uint64_t *rec = (w->records ? w->records : w->d->push_host->differs) + 4 * b;
         if (rec[0] != w->id) continue;
         har_arrival_t mine, theirs;
         har_arrival_of(&mine, w->call, w->no);
@@ -587,7 +605,7 @@ static void stop_failed(ipc_t *d)
 static har_status_t launch_chunks(ipc_t *d, har_node_t *node, const har_call_t *call, const har_plan_t *plan,
                                   uint64_t no, call_watch_t *w)
 {
-    *w = (call_watch_t){d, node, call, no, BARRIER_CALL_ID(d->epoch), d->max_blocks, "ahead"};
+    *w = (call_watch_t){d, node, call, no, BARRIER_CALL_ID(d->epoch), d->max_blocks, "ahead", NULL};
     har_dev_args_t a;
     memset(&a, 0, sizeof a);
     a.nranks = d->nranks;
@@ -711,19 +729,21 @@ static int push_done(void *ctx)
 
 /* Queues push call `no` (kernels.cu), its watch in *w: launched, or posted
  * to the resident grid where one may serve it (`may_post`: a blocking call
- * with HAR_DEVICE_RESIDENT) and the application's input has landed. */
+ * with HAR_DEVICE_RESIDENT) and the application's input has landed.
+ * `captured`: into a CUDA graph, on the graphs' push area, numbered on the
+ * GPU at each replay (w->id is then 0). */
 static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *call, uint64_t no, int may_post,
-                                call_watch_t *w, int *resident)
+                                int captured, call_watch_t *w, int *resident)
 {
     har_push_args_t a;
     memset(&a, 0, sizeof a);
     har_status_t st = HAR_OK;
     a.in = call->in;
     a.out = call->out;
-    uint64_t seq = ++d->push_seq;
-    size_t parity = (size_t)(seq & 1) * d->push_parity;
+    uint64_t seq = captured ? 0 : ++d->push_seq;
+    size_t at = captured ? d->graph_at : HAR_DEV_FLAG_BYTES + (size_t)(seq & 1) * d->push_parity;
     for (int r = 0; r < d->nranks; r++) {
-        a.lines[r] = d->peer[r] + HAR_DEV_FLAG_BYTES + parity;
+        a.lines[r] = d->peer[r] + at;
         a.data[r] = a.lines[r] + HAR_DEV_PUSH_LINES;
     }
     a.region = HAR_DEV_PUSH_REGION(d->push_max);
@@ -736,8 +756,9 @@ static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *ca
     a.count = call->count;
     a.sig = har_dev_push_sig(call->red.type_code, call->red.dev_op, (uint32_t)no);
     a.abort = d->abort_dev;
-    a.done = d->push_host_dev->done;
-    a.differs = d->push_host_dev->differs;
+    a.done = captured ? d->push_host_dev->graph_done : d->push_host_dev->done;
+    a.differs = captured ? d->push_host_dev->graph_differs : d->push_host_dev->differs;
+    if (captured) a.counter = d->graph_counter, a.parity_bytes = d->push_parity;
     /* A launched kernel waits for the application's input on the legacy
      * stream; a call posted to the resident grid cannot, so it is posted
      * only where that stream is idle. */
@@ -745,7 +766,7 @@ static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *ca
     if (*resident) st = post_resident(d, &a);
     else if (d->queue != d->started || (st = har_gpu_follow_legacy(d->started, (void **)&d->legacy_seen)) == HAR_OK)
         st = har_gpu_check(har_dev_push(&a, d->push_blocks, d->queue), "kernel launch");
-    *w = (call_watch_t){d, node, call, no, seq, d->push_blocks, "push"};
+    *w = (call_watch_t){d, node, call, no, seq, d->push_blocks, "push", captured ? d->push_host->graph_differs : NULL};
     return st;  /* failed: never pushed, its peers wait until the caller fails the segment */
 }
 
@@ -755,7 +776,7 @@ static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call,
 {
     call_watch_t w;
     /* Not while calls the host has not seen end may run: the grid would not wait for their kernels. */
-    har_status_t st = launch_push(d, node, call, node->call, !d->tail, &w, resident);
+    har_status_t st = launch_push(d, node, call, node->call, !d->tail, 0, &w, resident);
     if (st != HAR_OK) return st;
     har_gpu_watch_t watch = {ahead_poll, stop_call, &w};
     push_wait_t flags = {d, w.id, *resident};
@@ -838,7 +859,7 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
     if (st == HAR_OK) st = follow_tail(d);
     if (st == HAR_OK && !o->push && !*ended)
         st = har_gpu_check(cudaEventCreateWithFlags(ended, cudaEventDisableTiming), "event");
-    if (st == HAR_OK && o->push) st = launch_push(d, node, &o->call, no, 0, &o->watch, &resident);
+    if (st == HAR_OK && o->push) st = launch_push(d, node, &o->call, no, 0, 0, &o->watch, &resident);
     else if (st == HAR_OK) st = launch_chunks(d, node, &o->call, plan, no, &o->watch);
     if (st == HAR_OK && !o->push && (st = har_gpu_check(cudaEventRecord(*ended, d->started), "cudaEventRecord")) != HAR_OK)
         stop_failed(d);
@@ -943,28 +964,59 @@ static har_status_t enqueued_difference(ipc_t *d)
         call.count = mine->count;
         call.red.type_code = mine->type;
         call.red.dev_op = mine->op;
-        call_watch_t w = {d, d->enq_node, &call, mine->call, seq, d->push_blocks, "enqueued"};
+        call_watch_t w = {d, d->enq_node, &call, mine->call, seq, d->push_blocks, "enqueued", NULL};
         return recorded_difference(&w);
     }
     return HAR_OK;
 }
 
-/* The watch's look at d: 1 while it has queued calls outstanding, 0 once
- * none (or once it stopped them). */
+/* A difference the kernels of a replayed graph recorded (their own
+ * records: their calls are numbered apart), reported once. */
+static har_status_t graph_difference(ipc_t *d)
+{
+    for (int b = 0; b < d->push_blocks; b++) {
+        const volatile uint64_t *rec = d->push_host->graph_differs + 4 * b;
+        uint64_t seq = rec[0];
+        if (!seq || seq <= d->graph_differs_seen) continue;
+        d->graph_differs_seen = seq;
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        const har_arrival_t *mine = &d->graph_calls[(uint32_t)rec[3] % ENQ_RING];  /* the call it was in */
+        har_call_t call;
+        memset(&call, 0, sizeof call);
+        call.count = mine->count;
+        call.red.type_code = mine->type;
+        call.red.dev_op = mine->op;
+        call_watch_t w = {d, d->enq_node, &call, mine->call, seq, d->push_blocks, "graph", d->push_host->graph_differs};
+        return recorded_difference(&w);
+    }
+    return HAR_OK;
+}
+
+/* How often the watch looks at the peers of a communicator whose calls
+ * were captured into graphs: a replay is the application's, unseen. */
+#define GRAPH_CHECK_EVERY 0.01
+
+/* The watch's look at d: 1 while it has queued calls outstanding or calls
+ * captured into graphs, 0 once neither (or once it stopped them). */
 static int watch_one(ipc_t *d)
 {
     uint64_t least = push_least_done(d);
     int done = least >= atomic_load(&d->enq_last);
     har_status_t st = enqueued_difference(d);
+    if (st == HAR_OK && d->captured) st = graph_difference(d);
     if (st == HAR_OK && !done) {
         /* HAR_TIMEOUT counts from the last call done: calls queued back to
          * back may keep some outstanding for longer than that. */
         if (!d->enq_since || least != d->enq_least) d->enq_since = har_seg_now(), d->enq_least = least;
         st = har_node_check_here(d->enq_node, d->enq_since, "enqueued");
+    } else if (st == HAR_OK && d->captured && har_seg_now() - d->graph_checked > GRAPH_CHECK_EVERY) {
+        /* No time-out: whether a replay runs is not known. */
+        d->graph_checked = har_seg_now();
+        st = har_node_check_here(d->enq_node, d->graph_checked, "graph");
     }
     if (st == HAR_OK) {
         if (done) d->enq_since = 0;
-        return !done;
+        return !done || d->captured;
     }
     stop_kernels(d);
     const har_failure_t *why = har_node_record(d->enq_node);
@@ -1046,13 +1098,22 @@ static void unwatch(ipc_t *d)
 }
 
 /* Queues a push call on `stream`: buffers elsewhere than this GPU go
- * through enq_stage, copied in and out on the stream. */
-static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t *call, uint64_t no, void *stream)
+ * through enq_stage, copied in and out on the stream. A call captured into
+ * a graph runs at each replay, on the graphs' push area: it follows no
+ * other call (a graph's kernels are ordered among themselves by the
+ * graph; waiting in it for work outside is refused by CUDA) and the host
+ * has nothing to watch until it runs. */
+static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t *call, uint64_t no, void *stream,
+                                int captured)
 {
     ipc_t *d = engine;
     har_gpu_scope_t scope;
     har_status_t st = har_gpu_enter(d->gpu, &scope);
     int here = call->in_kind == HAR_MEM_DEVICE && call->out_kind == HAR_MEM_DEVICE && call->gpu == d->gpu;
+    if (st == HAR_OK && captured && !here) {
+        har_note("a call captured into a CUDA graph takes device buffers on the communicator's GPU only");
+        st = HAR_ERR_BUFFER;
+    }
     har_call_t staged = *call;
     /* NULL, the legacy default stream, by the handle that names it: `tail`
      * NULL means that no call is outstanding. */
@@ -1066,14 +1127,19 @@ static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t
             st = har_gpu_check(cudaMemcpyAsync(d->enq_stage, call->in, call->bytes, cudaMemcpyDefault, d->queue),
                                "copy to the GPU");
     }
-    if (st == HAR_OK) st = follow_tail(d);
+    if (st == HAR_OK && !captured) st = follow_tail(d);
     call_watch_t w;
     int resident;
-    if (st == HAR_OK) st = launch_push(d, node, &staged, no, 0, &w, &resident);
+    if (st == HAR_OK) st = launch_push(d, node, &staged, no, 0, captured, &w, &resident);
     if (st == HAR_OK && !here)
         st = har_gpu_check(cudaMemcpyAsync(call->out, staged.out, call->bytes, cudaMemcpyDefault, d->queue),
                            "copy from the GPU");
-    if (st == HAR_OK) {
+    if (st == HAR_OK && captured) {
+        har_arrival_of(&d->graph_calls[no % ENQ_RING], call, no);
+        d->enq_node = node;
+        d->captured = 1;
+        st = watch(d);
+    } else if (st == HAR_OK) {
         d->tail = d->queue;
         d->enq_node = node;
         d->enq_ring[w.id % ENQ_RING].seq = w.id;

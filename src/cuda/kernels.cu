@@ -474,7 +474,20 @@ template <typename T, int OP> __device__ __forceinline__ bool push_call(const ha
 
 template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS) push(har_push_args_t a)
 {
-    push_call<T, OP>(a);
+    if (a.counter) {
+        // A replayed call: its number from the counter, which the kernel
+        // before it on the stream (the graph's order) left complete.
+        a.seq = *(volatile uint64_t *)&a.counter[0] + 1;
+        if (a.seq & 1)
+            for (int r = 0; r < a.nranks; r++) a.lines[r] += a.parity_bytes, a.data[r] += a.parity_bytes;
+    }
+    if (!push_call<T, OP>(a) || !a.counter) return;
+    __syncthreads();  // every thread of the block is done with the call
+    if (threadIdx.x == 0 &&
+        atomicAdd((unsigned long long *)&a.counter[1], 1ull) == (unsigned long long)gridDim.x - 1) {
+        a.counter[1] = 0;
+        *(volatile uint64_t *)&a.counter[0] = a.seq;
+    }
 }
 
 // ---- The resident push grid ----

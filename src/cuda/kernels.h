@@ -46,6 +46,15 @@ typedef struct {
                                       * of a peer whose call differs */
     volatile uint64_t *stamps;       /* NULL, or where block 0 notes the GPU's clock at 4 steps of the call
                                       * (tests/gpu/latency_probe.cu times the protocol with them) */
+    /* A call captured into a CUDA graph, whose every replay is a new call
+     * that the host never sees: `counter` (device memory of this rank's
+     * own: {the last such call done, blocks finished}) numbers it, every
+     * block taking seq = counter[0] + 1 as it starts and the last block to
+     * finish storing seq there; data and lines are then parity 0's, parity
+     * 1's `parity_bytes` further. NULL: seq and the pointers are the
+     * call's. Such calls have a push area of their own (ipc.c). */
+    uint64_t *counter;
+    size_t parity_bytes;
 } har_push_args_t;
 
 /* The resident push grid (HAR_DEVICE_RESIDENT): one grid per rank that

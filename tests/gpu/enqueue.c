@@ -13,9 +13,16 @@
  * buffers (copied through the GPU on the stream); some ranks wait up to
  * 200 us on the host or queue a kernel of up to 50 us before a call. The
  * streams are waited for every 256 calls. It then checks that every
- * queued call was counted "enqueued" (served on the kernels, none by the
- * MPI) and prints the median and the 99th percentile of the time
+ * queued call (and captured one) was counted "enqueued" (served on the
+ * kernels, none by the MPI) and prints the median and the 99th percentile of the time
  * har_allreduce_enqueue took on the host.
+ * --graph K: then K calls (the same mix, on device buffers) captured into a
+ * CUDA graph on one stream, each between a kernel that writes its input
+ * and one that checks its result, after a copy that spoils the result
+ * buffer first (so a replay that did not reduce is caught); the graph
+ * replayed --replays times (default 1000) with random host delays, a
+ * blocking all-reduce on device buffers after every 10th replay; every
+ * replay's results checked, and the capture counted "captured" K times.
  * --kill-at N: local rank 1 dies after queuing call N; the others queue
  * on until a call fails (MPI_ERRORS_RETURN), which must come within 30 s,
  * and print what it said ("enqueue: rank R: failed ..."). */
@@ -68,12 +75,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "enqueue: no GPU visible\n");
         return req && atoi(req) ? 1 : 77;
     }
-    long iters = 20000, kill_at = -1;
+    long iters = 20000, kill_at = -1, graph = 0, replays = 1000;
     uint64_t seed = 1;
     for (int a = 1; a + 1 < argc; a++) {
         if (!strcmp(argv[a], "--iters")) iters = atol(argv[++a]);
         else if (!strcmp(argv[a], "--seed")) seed = strtoull(argv[++a], NULL, 10);
         else if (!strcmp(argv[a], "--kill-at")) kill_at = atol(argv[++a]);
+        else if (!strcmp(argv[a], "--graph")) graph = atol(argv[++a]);
+        else if (!strcmp(argv[a], "--replays")) replays = atol(argv[++a]);
     }
     MPI_Init(&argc, &argv);
     int rank, size, local;
@@ -210,21 +219,77 @@ int main(int argc, char **argv)
         fflush(stdout);
         _exit(failed_at >= 0 ? 0 : 1);
     }
+    /* A graph of `graph` calls, replayed. */
+    long captured = 0, graph_blocking = 0;
+    int cap = har_counter_index("captured");
+    unsigned long long cap_before[64], cap_after[64];
+    har_counters(cap_before, 64);
+    if (graph > 0) {
+        if (graph > POOL) graph = POOL;  /* each call its own buffers: the graph's calls run in turn, replays too */
+        cudaStream_t s = streams[0];
+        cudaGraph_t g;
+        cudaGraphExec_t exec;
+        check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+        check(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
+        for (long k = 0; k < graph; k++) {
+            int type = (int)(next(&shared) % 4), op = (int)(next(&shared) % 3), in_place = next(&shared) % 2 == 0;
+            int n = 1 + (int)(next(&shared) % (uint64_t)(MAX_BYTES / sizes[type])), tag = (int)(500 + k);
+            char *in = ins[k], *out = outs[k];
+            check(cudaMemsetAsync(out, 0x7f, (size_t)n * sizes[type], s), "cudaMemsetAsync");
+            check((cudaError_t)enq_fill(in_place ? out : in, n, type, rank, tag, s), "fill");
+            rc = har_allreduce_enqueue(in_place ? MPI_IN_PLACE : in, out, n, types[type], ops[op], comm, s);
+            if (rc != MPI_SUCCESS) {
+                printf("enqueue: rank %d: har_allreduce_enqueue refused a capture\n", rank);
+                break;
+            }
+            check((cudaError_t)enq_verify(out, n, type, op, size, tag, bad_dev, s), "verify");
+            captured++;
+        }
+        check(cudaStreamEndCapture(s, &g), "cudaStreamEndCapture");
+        check(cudaGraphInstantiate(&exec, g, 0), "cudaGraphInstantiate");
+        for (long r = 0; r < replays && captured == graph; r++) {
+            uint64_t x = next(&mine);
+            if (x % 8 == 0) {
+                struct timespec ts = {0, (long)((x >> 40) % 100000)};
+                nanosleep(&ts, NULL);
+            }
+            check(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
+            if (r % 10 == 9) {
+                /* A blocking call between replays, on the calls' other push area. */
+                check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+                check((cudaError_t)enq_fill(ins[0], 100, ENQ_INT, rank, 7, 0), "fill");
+                check(cudaStreamSynchronize(0), "cudaStreamSynchronize");
+                if (MPI_Allreduce(ins[0], outs[0], 100, MPI_INT, MPI_SUM, comm) != MPI_SUCCESS) bad++;
+                check((cudaError_t)enq_verify(outs[0], 100, ENQ_INT, ENQ_SUM, size, 7, bad_dev, 0), "verify");
+                check(cudaStreamSynchronize(0), "cudaStreamSynchronize");  /* before the next replay spoils outs[0] */
+                graph_blocking++;
+            }
+        }
+        check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(g);
+    }
+    har_counters(cap_after, 64);
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     unsigned long long bad_gpu = 0;
     check(cudaMemcpy(&bad_gpu, bad_dev, sizeof bad_gpu, cudaMemcpyDeviceToHost), "cudaMemcpy");
     har_counters(after, 64);
     long enqueued = enq < 0 ? -1 : (long)(after[enq] - before[enq]), by_mpi = mpi < 0 ? -1 : (long)(after[mpi] - before[mpi]);
     qsort(took, (size_t)timed, sizeof *took, cmp_double);
-    long totals[3] = {(long)(bad + bad_gpu), enqueued == queued && by_mpi == 0 ? 0 : 1, 0}, sums[3];
+    long graph_counted = cap < 0 ? -1 : (long)(cap_after[cap] - cap_before[cap]);
+    long totals[3] = {(long)(bad + bad_gpu),
+                      enqueued == queued + captured && by_mpi == 0 && captured == graph && graph_counted == graph ? 0 : 1,
+                      0}, sums[3];
     MPI_Reduce(totals, sums, 3, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);  /* not MPI_Allreduce: not under test */
     MPI_Bcast(sums, 3, MPI_LONG, 0, MPI_COMM_WORLD);
     if (rank == 0)
         printf("enqueue: %d ranks, %ld calls each (seed %llu): %ld queued (%ld on host buffers), %ld blocking; %ld wrong "
-               "results; every queued call counted enqueued and none by the MPI: %s (rank 0: %ld of %ld, mpi %ld); "
-               "host time of a queued call, rank 0: median %.2f us, 99th percentile %.2f us\n",
+               "results; every queued and captured call counted enqueued and none by the MPI: %s (rank 0: %ld of %ld, mpi %ld); "
+               "host time of a queued call, rank 0: median %.2f us, 99th percentile %.2f us; a graph of %ld captured calls "
+               "(counted %ld) replayed %ld times, %ld blocking calls between\n",
                size, iters, (unsigned long long)seed, queued, host_calls, blocking, sums[0], sums[1] ? "NO" : "yes",
-               enqueued, queued, by_mpi, timed ? 1e6 * took[timed / 2] : 0, timed ? 1e6 * took[timed * 99 / 100] : 0);
+               enqueued, queued + captured, by_mpi, timed ? 1e6 * took[timed / 2] : 0, timed ? 1e6 * took[timed * 99 / 100] : 0,
+               captured, graph_counted, graph > 0 ? replays : 0, graph_blocking);
     for (int j = 0; j < POOL; j++) cudaFree(ins[j]), cudaFree(outs[j]);
     cudaFree(bad_dev);
     cudaStreamDestroy(streams[0]);

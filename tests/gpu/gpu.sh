@@ -134,8 +134,8 @@ else
     if [ -x "$bin/gpu/enqueue" ]; then
         for run in 2:100000 4:100000 8:30000; do
             np=${run%:*} iters=${run#*:}
-            check "enqueue, $np ranks under MPS: $iters all-reduces queued on three streams between the application's kernels, every type and op to 64 KiB, some blocking, some on host buffers, random delays, every result checked" \
-                env HAR_TIMEOUT=120 $mpi $np "$bin/gpu/enqueue" --iters $iters --seed $seed
+            check "enqueue, $np ranks under MPS: $iters all-reduces queued on three streams between the application's kernels, every type and op to 64 KiB, some blocking, some on host buffers, random delays; then a CUDA graph of 8 replayed 2000 times; every result checked" \
+                env HAR_TIMEOUT=120 $mpi $np "$bin/gpu/enqueue" --iters $iters --seed $seed --graph 8 --replays 2000
         done
         check_kill_enqueued() {
             local out
