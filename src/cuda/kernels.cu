@@ -374,20 +374,26 @@ template <typename T> __device__ __forceinline__ void ll_elements(const uint32_t
         if ((a).stamps && blockIdx.x == 0 && threadIdx.x == 0) (a).stamps[k] = global_ns();        \
     } while (0)
 
-// One push call by this block; false if the host asked to stop.
-template <typename T, int OP> __device__ __forceinline__ bool push_call(const har_push_args_t &a)
+// One push call by this block: call `seq` (the launch's, or a replayed
+// call's number from the GPU's counter) on the area `shift` bytes past the
+// lines and data of the arguments (a replayed call's parity). Passed
+// beside them, not written into them: modified, their arrays would leave
+// the kernel's parameters for local memory in the loops below. False if
+// the host asked to stop.
+template <typename T, int OP>
+__device__ __forceinline__ bool push_call(const har_push_args_t &a, const uint64_t seq, const size_t shift)
 {
     __shared__ int stop, differs;
     constexpr int E = 8 / sizeof(T);  // elements per line
     PUSH_STAMP(a, 0);
-    const uint32_t flag = ll_flag(a.seq);
+    const uint32_t flag = ll_flag(seq);
     const size_t lines = (a.n + E - 1) / E;
     size_t off, len;
     har_shard(lines, 8, gridDim.x, blockIdx.x, &off, &len);
     if (threadIdx.x == 0) stop = 0, differs = 0;
     const int t = threadIdx.x;
     if (t < a.nranks && t != a.me) {
-        uint64_t *header = push_line(a.lines[t], a.me, blockIdx.x);
+        uint64_t *header = push_line(a.lines[t] + shift, a.me, blockIdx.x);
         ll_store(header, (uint32_t)a.count, (uint32_t)(a.count >> 32), flag);
         ll_store(header + 2, (uint32_t)a.sig, (uint32_t)(a.sig >> 32), flag);
     }
@@ -396,12 +402,12 @@ template <typename T, int OP> __device__ __forceinline__ bool push_call(const ha
         uint32_t w[2];
         ll_payload<T>(a.in, a.n, i, w);
         for (int p = 0; p < a.nranks; p++)
-            if (p != a.me) ll_store((uint64_t *)(a.data[p] + mine) + 2 * i, w[0], w[1], flag);
+            if (p != a.me) ll_store((uint64_t *)(a.data[p] + shift + mine) + 2 * i, w[0], w[1], flag);
     }
     PUSH_STAMP(a, 1);
     __syncthreads();  // stop and differs are zero before any thread below can set them
     if (t < a.nranks && t != a.me) {
-        const uint64_t *header = push_line(a.lines[a.me], t, blockIdx.x);
+        const uint64_t *header = push_line(a.lines[a.me] + shift, t, blockIdx.x);
         uint64_t c0, c1, s0, s1;
         for (unsigned spins = 1;; spins++) {
             ll_load(header, &c0, &c1);
@@ -418,7 +424,7 @@ template <typename T, int OP> __device__ __forceinline__ bool push_call(const ha
             record[1] = (uint64_t)t;
             record[2] = count;
             record[3] = sig;
-            record[0] = a.seq;  // ordered before done by the fence below
+            record[0] = seq;  // ordered before done by the fence below
         }
     }
     __syncthreads();
@@ -432,7 +438,7 @@ template <typename T, int OP> __device__ __forceinline__ bool push_call(const ha
                 // Every missing peer's line is loaded before any is looked at: one round trip, not one per peer.
 #pragma unroll
                 for (int r = 0; r < HAR_DEV_MAX_RANKS; r++)
-                    if (missing >> r & 1) ll_load((const uint64_t *)(a.data[a.me] + (size_t)r * a.region) + 2 * i, &x[r][0], &x[r][1]);
+                    if (missing >> r & 1) ll_load((const uint64_t *)(a.data[a.me] + shift + (size_t)r * a.region) + 2 * i, &x[r][0], &x[r][1]);
 #pragma unroll
                 for (int r = 0; r < HAR_DEV_MAX_RANKS; r++)
                     if ((missing >> r & 1) && ll_holds(x[r][0], x[r][1], flag)) missing &= ~(1u << r);
@@ -459,7 +465,7 @@ template <typename T, int OP> __device__ __forceinline__ bool push_call(const ha
                 if (i * E + k < a.n) ((T *)a.out)[i * E + k] = acc[k];
 #pragma unroll
             for (int r = 0; r < HAR_DEV_MAX_RANKS; r++)
-                if (r < a.nranks && r != a.me) ll_store((uint64_t *)(a.data[a.me] + (size_t)r * a.region) + 2 * i, 0, 0, 0);
+                if (r < a.nranks && r != a.me) ll_store((uint64_t *)(a.data[a.me] + shift + (size_t)r * a.region) + 2 * i, 0, 0, 0);
         }
     }
     __syncthreads();
@@ -467,26 +473,26 @@ template <typename T, int OP> __device__ __forceinline__ bool push_call(const ha
     if (stop) return false;
     if (threadIdx.x == 0) {
         __threadfence_system();  // the output, and any record of a difference, before the host sees done
-        *(volatile uint64_t *)&a.done[blockIdx.x] = a.seq;
+        *(volatile uint64_t *)&a.done[blockIdx.x] = seq;
     }
     return true;
 }
 
-template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS) push(har_push_args_t a)
+template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS) push(const har_push_args_t a)
 {
-    if (a.counter) {
-        // A replayed call: its number from the counter, which the kernel
-        // before it on the stream (the graph's order) left complete.
-        a.seq = *(volatile uint64_t *)&a.counter[0] + 1;
-        if (a.seq & 1)
-            for (int r = 0; r < a.nranks; r++) a.lines[r] += a.parity_bytes, a.data[r] += a.parity_bytes;
+    if (!a.counter) {
+        push_call<T, OP>(a, a.seq, 0);
+        return;
     }
-    if (!push_call<T, OP>(a) || !a.counter) return;
+    // A replayed call: its number from the counter, which the kernel before
+    // it on the stream (the graph's order) left complete.
+    const uint64_t seq = *(volatile uint64_t *)&a.counter[0] + 1;
+    if (!push_call<T, OP>(a, seq, (seq & 1) * a.parity_bytes)) return;
     __syncthreads();  // every thread of the block is done with the call
     if (threadIdx.x == 0 &&
         atomicAdd((unsigned long long *)&a.counter[1], 1ull) == (unsigned long long)gridDim.x - 1) {
         a.counter[1] = 0;
-        *(volatile uint64_t *)&a.counter[0] = a.seq;
+        *(volatile uint64_t *)&a.counter[0] = seq;
     }
 }
 
@@ -581,7 +587,7 @@ template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS)
         a.done = r.done;
         a.differs = r.differs;
         a.stamps = nullptr;
-        if (!push_call<T, OP>(a)) break;
+        if (!push_call<T, OP>(a, a.seq, 0)) break;
         last = a.seq;
         __syncthreads();  // every thread is past this call's words before thread 0 takes the next
     }
