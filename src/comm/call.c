@@ -519,8 +519,8 @@ har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, ha
 {
     har_node_t *node = &c->node;
     *pending = NULL;
-    if (failed_before(c)) return HAR_ERR_PEER_FAILED;
     mpi_plan(plan);
+    if (failed_before(c)) return HAR_ERR_PEER_FAILED;
     /* Every rank decides alike: one node, a communicator set up for device
      * buffers (set-up and survey are blocking collectives, made by a
      * blocking call: a communicator's first calls go to the MPI), and a
@@ -569,8 +569,8 @@ har_status_t har_comm_enqueue(har_comm_t *c, har_call_t *call, unsigned forced, 
                               har_plan_t *plan)
 {
     har_node_t *node = &c->node;
-    if (failed_before(c)) return HAR_ERR_PEER_FAILED;
     mpi_plan(plan);
+    if (failed_before(c)) return HAR_ERR_PEER_FAILED;
     if (c->mode != HAR_COMM_SERVED || node->nnodes != 1 || !c->surveyed || c->set.check ||
         har_plan_declines(call->bytes, &c->set))
         return HAR_OK;

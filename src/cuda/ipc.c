@@ -58,7 +58,8 @@ typedef struct {
     uint64_t differs[4 * HAR_DEV_MAX_BLOCKS];
     uint64_t done[HAR_DEV_PUSH_BLOCKS];
     uint64_t ended[HAR_DEV_PUSH_BLOCKS];
-    /* The same for calls captured into CUDA graphs, numbered apart. */
+    /* The same for calls captured into CUDA graphs, numbered apart (their
+     * done flags are stored apart only: no host wait reads them). */
     uint64_t graph_differs[4 * HAR_DEV_PUSH_BLOCKS];
     uint64_t graph_done[HAR_DEV_PUSH_BLOCKS];
     har_resident_call_t post __attribute__((aligned(HAR_DEV_LINE)));
@@ -90,9 +91,13 @@ typedef struct ipc {
      * (a push area, a barrier's epochs serve calls in that order), on
      * whatever stream each went: `tail` is the stream of the last call
      * whose end the host has not seen (NULL: it saw every call end), and a
-     * call queued elsewhere waits for it by `tail_end`. */
+     * call queued elsewhere waits for it by `tail_end`. On har's own
+     * stream the event is recorded when a later call needs it (`tail_lazy`);
+     * on the application's, as the call is queued: the application may
+     * destroy its stream, or begin capturing on it, before the next call. */
     cudaStream_t tail;
     cudaEvent_t tail_end;
+    int tail_lazy;
     volatile int *abort_host;            /* pinned, mapped: kernels poll it */
     int *abort_dev;
     char *stage[2], *tmp;                /* pinned host, across nodes: shards in turn, the transport's scratch */
@@ -111,7 +116,7 @@ typedef struct ipc {
      * (har_push_args_t.counter), since the host never sees a replay. */
     size_t graph_at;
     uint64_t *graph_counter;
-    int captured;                        /* a call was captured: the watch looks at the peers for good */
+    _Atomic int captured;                /* a call was captured: the watch looks at the peers for good */
     double graph_checked;                /* the watch's last look at them */
     uint64_t graph_differs_seen;         /* the last difference a graph's kernels recorded that it reported */
     har_arrival_t graph_calls[ENQ_RING]; /* the captured calls, by call number */
@@ -406,16 +411,23 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
 
 static void stop_kernels(void *ctx) { *((ipc_t *)ctx)->abort_host = 1; }
 
+static har_status_t tail_event(ipc_t *d)
+{
+    return d->tail_end ? HAR_OK
+                       : har_gpu_check(cudaEventCreateWithFlags(&d->tail_end, cudaEventDisableTiming), "event");
+}
+
 /* Orders d->queue after the last call the host has not seen end, where
- * that call went on another stream (as if all went on one). The event is
- * recorded now, so it also covers the application's work queued there
- * since, which cannot depend on the call being queued. */
+ * that call went on another stream (as if all went on one). A lazy tail's
+ * event is recorded now, so it also covers work queued there since, which
+ * cannot depend on the call being queued. The per-thread default stream's
+ * handle names another stream in each thread: never the same. */
 static har_status_t follow_tail(ipc_t *d)
 {
-    if (!d->tail || d->tail == d->queue) return HAR_OK;
+    if (!d->tail || (d->tail == d->queue && d->queue != cudaStreamPerThread)) return HAR_OK;
     har_status_t st = HAR_OK;
-    if (!d->tail_end) st = har_gpu_check(cudaEventCreateWithFlags(&d->tail_end, cudaEventDisableTiming), "event");
-    if (st == HAR_OK) st = har_gpu_check(cudaEventRecord(d->tail_end, d->tail), "cudaEventRecord");
+    if (d->tail_lazy && (st = tail_event(d)) == HAR_OK)
+        st = har_gpu_check(cudaEventRecord(d->tail_end, d->tail), "cudaEventRecord");
     return st == HAR_OK ? har_gpu_check(cudaStreamWaitEvent(d->queue, d->tail_end, 0), "cudaStreamWaitEvent") : st;
 }
 
@@ -869,6 +881,7 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
         return st;
     }
     d->tail = d->started;
+    d->tail_lazy = 1;
     d->open_ops++;
     *op = o;
     return HAR_OK;
@@ -956,8 +969,7 @@ static har_status_t enqueued_difference(ipc_t *d)
 {
     for (int b = 0; b < d->push_blocks; b++) {
         uint64_t seq = ((volatile const uint64_t *)d->push_host->differs)[4 * b];
-        if (!seq || d->enq_ring[seq % ENQ_RING].seq != seq) continue;
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (!seq || __atomic_load_n(&d->enq_ring[seq % ENQ_RING].seq, __ATOMIC_ACQUIRE) != seq) continue;
         har_call_t call;  /* what recorded_difference needs of the call: its record */
         memset(&call, 0, sizeof call);
         const har_arrival_t *mine = &d->enq_ring[seq % ENQ_RING].call;
@@ -986,6 +998,20 @@ static har_status_t graph_difference(ipc_t *d)
         call.count = mine->count;
         call.red.type_code = mine->type;
         call.red.dev_op = mine->op;
+        har_arrival_t theirs = *mine;
+        theirs.count = rec[2];
+        theirs.type = (uint16_t)(rec[3] >> 40);
+        theirs.op = (int8_t)(rec[3] >> 32);
+        theirs.call = (uint32_t)rec[3];
+        if (har_arrival_differs(mine, &theirs) == HAR_OK) {
+            /* The peer replayed a captured call this rank captured too, at
+             * another place in its order: which call of this rank's met it
+             * is not recorded. */
+            har_note("local rank %d replayed captured call %u where this rank replayed another",
+                     (int)rec[1], (unsigned)theirs.call);
+            har_node_fail(d->enq_node, HAR_ERR_TRUNCATE, (int)rec[1], "graph");
+            return HAR_ERR_TRUNCATE;
+        }
         call_watch_t w = {d, d->enq_node, &call, mine->call, seq, d->push_blocks, "graph", d->push_host->graph_differs};
         return recorded_difference(&w);
     }
@@ -1043,7 +1069,7 @@ static void *watch_thread(void *arg)
             /* A call queued after the look at its flags, whose caller saw
              * d still watched (both sides store, then load: one sees the
              * other's store). */
-            if (!enqueued_done(d) && !*d->abort_host) {
+            if ((!enqueued_done(d) || atomic_load(&d->captured)) && !*d->abort_host) {
                 atomic_store(&d->watched, 1);
                 d->watch_next = watch_list;
                 watch_list = d;
@@ -1118,6 +1144,9 @@ static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t
     /* NULL, the legacy default stream, by the handle that names it: `tail`
      * NULL means that no call is outstanding. */
     d->queue = stream ? (cudaStream_t)stream : cudaStreamLegacy;
+    /* After the call before it, copy in included: that call's kernel reads
+     * the scratch until it ends. */
+    if (st == HAR_OK && !captured) st = follow_tail(d);
     if (st == HAR_OK && !here) {
         if (!d->enq_stage)
             st = har_gpu_check(cudaMalloc((void **)&d->enq_stage, 2 * d->push_max), "cudaMalloc (staging)");
@@ -1127,25 +1156,29 @@ static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t
             st = har_gpu_check(cudaMemcpyAsync(d->enq_stage, call->in, call->bytes, cudaMemcpyDefault, d->queue),
                                "copy to the GPU");
     }
-    if (st == HAR_OK && !captured) st = follow_tail(d);
     call_watch_t w;
     int resident;
     if (st == HAR_OK) st = launch_push(d, node, &staged, no, 0, captured, &w, &resident);
+    d->enq_node = node;
+    if (st == HAR_OK && captured) {
+        har_arrival_of(&d->graph_calls[no % ENQ_RING], call, no);
+        atomic_store(&d->captured, 1);
+        st = watch(d);
+    } else if (st == HAR_OK) {
+        /* Watched before the copy back: into pageable host memory it makes
+         * the host wait for the kernel, which only the watch can stop. */
+        har_arrival_of(&d->enq_ring[w.id % ENQ_RING].call, call, no);
+        __atomic_store_n(&d->enq_ring[w.id % ENQ_RING].seq, w.id, __ATOMIC_RELEASE);  /* the description first */
+        atomic_store(&d->enq_last, w.id);
+        st = watch(d);
+    }
     if (st == HAR_OK && !here)
         st = har_gpu_check(cudaMemcpyAsync(call->out, staged.out, call->bytes, cudaMemcpyDefault, d->queue),
                            "copy from the GPU");
-    if (st == HAR_OK && captured) {
-        har_arrival_of(&d->graph_calls[no % ENQ_RING], call, no);
-        d->enq_node = node;
-        d->captured = 1;
-        st = watch(d);
-    } else if (st == HAR_OK) {
+    if (st == HAR_OK && !captured && (st = tail_event(d)) == HAR_OK &&
+        (st = har_gpu_check(cudaEventRecord(d->tail_end, d->queue), "cudaEventRecord")) == HAR_OK) {
         d->tail = d->queue;
-        d->enq_node = node;
-        d->enq_ring[w.id % ENQ_RING].seq = w.id;
-        har_arrival_of(&d->enq_ring[w.id % ENQ_RING].call, call, no);
-        atomic_store(&d->enq_last, w.id);
-        st = watch(d);
+        d->tail_lazy = 0;
     }
     if (st != HAR_OK) stop_failed(d);
     har_gpu_leave(&scope);
