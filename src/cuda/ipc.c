@@ -566,18 +566,27 @@ typedef struct {
 
 /* A difference the kernels of call w recorded, reported (har_calls_differ);
  * else HAR_OK. */
+/* The call of the peer in a kernel's record of a difference ({id, local
+ * rank, its count, its signature}), as an arrival record beside `mine`. */
+static har_arrival_t recorded_call(const volatile uint64_t *rec, const har_arrival_t *mine)
+{
+    har_arrival_t theirs = *mine;
+    theirs.count = rec[2];
+    theirs.type = (uint16_t)(rec[3] >> 40);
+    theirs.op = (int8_t)(rec[3] >> 32);
+    theirs.call = (uint32_t)rec[3];
+    return theirs;
+}
+
 static har_status_t recorded_difference(const call_watch_t *w)
 {
     for (int b = 0; b < w->blocks; b++) {
         const volatile uint64_t *rec = (w->records ? w->records : w->d->push_host->differs) + 4 * b;
         if (rec[0] != w->id) continue;
-        har_arrival_t mine, theirs;
+        har_arrival_t mine;
+        memset(&mine, 0, sizeof mine);  /* flags and device: not compared */
         har_arrival_of(&mine, w->call, w->no);
-        theirs = mine;
-        theirs.count = rec[2];
-        theirs.type = (uint16_t)(rec[3] >> 40);
-        theirs.op = (int8_t)(rec[3] >> 32);
-        theirs.call = (uint32_t)rec[3];
+        har_arrival_t theirs = recorded_call(rec, &mine);
         int peer = (int)rec[1];
         return har_calls_differ(w->node, w->d->me, &mine, peer, &theirs, peer, w->step);
     }
@@ -962,22 +971,29 @@ static uint64_t push_least_done(const ipc_t *d)
 /* Has every block done d's last queued call? */
 static int enqueued_done(const ipc_t *d) { return push_least_done(d) >= atomic_load(&d->enq_last); }
 
-/* A difference the kernels of a queued call recorded, reported as a
- * blocking call's wait would (a record of a blocking call is its own
- * wait's to report). */
+/* The difference recorded (in `records`, NULL: push_host->differs) by
+ * the kernels of call `seq`, which this rank queued as `mine` and nobody
+ * waits for: reported as a blocking call's wait would. */
+static har_status_t queued_difference(ipc_t *d, const har_arrival_t *mine, uint64_t seq, const char *step,
+                                      const uint64_t *records)
+{
+    har_call_t call;  /* what recorded_difference needs of the call: its record */
+    memset(&call, 0, sizeof call);
+    call.count = mine->count;
+    call.red.type_code = mine->type;
+    call.red.dev_op = mine->op;
+    call_watch_t w = {d, d->enq_node, &call, mine->call, seq, d->push_blocks, step, records};
+    return recorded_difference(&w);
+}
+
+/* A difference the kernels of a queued call recorded (a record of a
+ * blocking call is its own wait's to report). */
 static har_status_t enqueued_difference(ipc_t *d)
 {
     for (int b = 0; b < d->push_blocks; b++) {
         uint64_t seq = ((volatile const uint64_t *)d->push_host->differs)[4 * b];
         if (!seq || __atomic_load_n(&d->enq_ring[seq % ENQ_RING].seq, __ATOMIC_ACQUIRE) != seq) continue;
-        har_call_t call;  /* what recorded_difference needs of the call: its record */
-        memset(&call, 0, sizeof call);
-        const har_arrival_t *mine = &d->enq_ring[seq % ENQ_RING].call;
-        call.count = mine->count;
-        call.red.type_code = mine->type;
-        call.red.dev_op = mine->op;
-        call_watch_t w = {d, d->enq_node, &call, mine->call, seq, d->push_blocks, "enqueued", NULL};
-        return recorded_difference(&w);
+        return queued_difference(d, &d->enq_ring[seq % ENQ_RING].call, seq, "enqueued", NULL);
     }
     return HAR_OK;
 }
@@ -993,16 +1009,7 @@ static har_status_t graph_difference(ipc_t *d)
         d->graph_differs_seen = seq;
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         const har_arrival_t *mine = &d->graph_calls[(uint32_t)rec[3] % ENQ_RING];  /* the call it was in */
-        har_call_t call;
-        memset(&call, 0, sizeof call);
-        call.count = mine->count;
-        call.red.type_code = mine->type;
-        call.red.dev_op = mine->op;
-        har_arrival_t theirs = *mine;
-        theirs.count = rec[2];
-        theirs.type = (uint16_t)(rec[3] >> 40);
-        theirs.op = (int8_t)(rec[3] >> 32);
-        theirs.call = (uint32_t)rec[3];
+        har_arrival_t theirs = recorded_call(rec, mine);
         if (har_arrival_differs(mine, &theirs) == HAR_OK) {
             /* The peer replayed a captured call this rank captured too, at
              * another place in its order: which call of this rank's met it
@@ -1012,8 +1019,7 @@ static har_status_t graph_difference(ipc_t *d)
             har_node_fail(d->enq_node, HAR_ERR_TRUNCATE, (int)rec[1], "graph");
             return HAR_ERR_TRUNCATE;
         }
-        call_watch_t w = {d, d->enq_node, &call, mine->call, seq, d->push_blocks, "graph", d->push_host->graph_differs};
-        return recorded_difference(&w);
+        return queued_difference(d, mine, seq, "graph", d->push_host->graph_differs);
     }
     return HAR_OK;
 }

@@ -35,14 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "enqueue_kernels.h"
+#include "gpu_test.h"
 #include "har.h"
-
-static uint64_t next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    return (z ^ (z >> 27)) * 0x94d049bb133111ebull ^ (z >> 31);
-}
 
 static double now(void)
 {
@@ -69,12 +63,7 @@ static void check(cudaError_t e, const char *what)
 
 int main(int argc, char **argv)
 {
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        const char *req = getenv("HAR_TEST_REQUIRE_GPU");
-        fprintf(stderr, "enqueue: no GPU visible\n");
-        return req && atoi(req) ? 1 : 77;
-    }
+    int ndev = gpus_or_skip("enqueue");
     long iters = 20000, kill_at = -1, graph = 0, replays = 1000;
     uint64_t seed = 1;
     for (int a = 1; a + 1 < argc; a++) {

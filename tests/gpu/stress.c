@@ -35,24 +35,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "gpu_test.h"
 #include "har.h"
 #include "hog.h"
 
-static uint64_t next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    return (z ^ (z >> 27)) * 0x94d049bb133111ebull ^ (z >> 31);
-}
-
 int main(int argc, char **argv)
 {
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        const char *req = getenv("HAR_TEST_REQUIRE_GPU");
-        fprintf(stderr, "stress: no GPU visible\n");
-        return req && atoi(req) ? 1 : 77;
-    }
+    int ndev = gpus_or_skip("stress");
     if (argc > 1 && !strcmp(argv[1], "--probe")) {
         void *p = NULL;
         cudaError_t e = cudaMalloc(&p, 1 << 20);
