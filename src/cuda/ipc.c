@@ -90,14 +90,20 @@ typedef struct ipc {
     /* Every local rank runs the engine's kernels in the order of its calls
      * (a push area, a barrier's epochs serve calls in that order), on
      * whatever stream each went: `tail` is the stream of the last call
-     * whose end the host has not seen (NULL: it saw every call end), and a
-     * call queued elsewhere waits for it by `tail_end`. On har's own
-     * stream the event is recorded when a later call needs it (`tail_lazy`);
-     * on the application's, as the call is queued: the application may
+     * whose end the host has not seen (NULL: it saw every call end), and
+     * work queued elsewhere waits for it (follow_tail). Where that call is
+     * a push kernel on device buffers (`tail_push`: its number), it waits
+     * on the GPU for the kernel's blocks to store it in done_dev: a push
+     * kernel by its `after`, other work by a wait kernel; no host step per
+     * call. Else by `tail_end`: on har's own stream recorded when a later
+     * call needs it (`tail_lazy`); on the application's (a call through
+     * host buffers) as the call is queued, since the application may
      * destroy its stream, or begin capturing on it, before the next call. */
     cudaStream_t tail;
+    uint64_t tail_push;
     cudaEvent_t tail_end;
     int tail_lazy;
+    uint64_t *done_dev;                  /* device, HAR_DEV_PUSH_BLOCKS words: har_push_args_t.done_dev */
     volatile int *abort_host;            /* pinned, mapped: kernels poll it */
     int *abort_dev;
     char *stage[2], *tmp;                /* pinned host, across nodes: shards in turn, the transport's scratch */
@@ -215,6 +221,7 @@ static void ipc_destroy(void *engine)
     if (d->ahead_stage) cudaFree(d->ahead_stage);
     if (d->enq_stage) cudaFree(d->enq_stage);
     if (d->graph_counter) cudaFree(d->graph_counter);
+    if (d->done_dev) cudaFree(d->done_dev);
     for (int i = 0; i < 2; i++) {
         unpinned_free(d->stage[i], d->slot_bytes);
         if (d->out[i]) cudaEventDestroy(d->out[i]);
@@ -364,7 +371,11 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
                            "mapped push flags") == HAR_OK &&
              (!d->push_max ||
               (har_gpu_check(cudaMalloc((void **)&d->graph_counter, 2 * sizeof(uint64_t)), "cudaMalloc (graph counter)") == HAR_OK &&
-               har_gpu_check(cudaMemset(d->graph_counter, 0, 2 * sizeof(uint64_t)), "cudaMemset") == HAR_OK)) &&
+               har_gpu_check(cudaMemset(d->graph_counter, 0, 2 * sizeof(uint64_t)), "cudaMemset") == HAR_OK &&
+               har_gpu_check(cudaMalloc((void **)&d->done_dev, HAR_DEV_PUSH_BLOCKS * sizeof(uint64_t)),
+                             "cudaMalloc (push calls done)") == HAR_OK &&
+               har_gpu_check(cudaMemset(d->done_dev, 0, HAR_DEV_PUSH_BLOCKS * sizeof(uint64_t)), "cudaMemset") ==
+                   HAR_OK)) &&
              (!d->resident_idle_ns ||
               (har_gpu_stream_create((void **)&d->resident_stream) == HAR_OK &&
                har_gpu_check(cudaMalloc((void **)&d->relay, sizeof *d->relay), "cudaMalloc (resident relay)") == HAR_OK &&
@@ -417,14 +428,30 @@ static har_status_t tail_event(ipc_t *d)
                        : har_gpu_check(cudaEventCreateWithFlags(&d->tail_end, cudaEventDisableTiming), "event");
 }
 
+static uint64_t push_least_done(const ipc_t *d);
+
 /* Orders d->queue after the last call the host has not seen end, where
- * that call went on another stream (as if all went on one). A lazy tail's
- * event is recorded now, so it also covers work queued there since, which
- * cannot depend on the call being queued. The per-thread default stream's
- * handle names another stream in each thread: never the same. */
-static har_status_t follow_tail(ipc_t *d)
+ * that call went on another stream (as if all went on one). A push
+ * kernel's tail: `after`, where the work to be queued is a push kernel
+ * (else NULL), is set to its number for that kernel to wait for, and other
+ * work waits behind a wait kernel; nothing where the host sees it ended.
+ * A lazy tail's event is recorded now, so it also covers work queued there
+ * since, which cannot depend on the call being queued. The per-thread
+ * default stream's handle names another stream in each thread: never the
+ * same. */
+static har_status_t follow_tail(ipc_t *d, uint64_t *after)
 {
+    if (after) *after = 0;
     if (!d->tail || (d->tail == d->queue && d->queue != cudaStreamPerThread)) return HAR_OK;
+    if (d->tail_push) {
+        if (push_least_done(d) >= d->tail_push) return HAR_OK;
+        if (after) {
+            *after = d->tail_push;
+            return HAR_OK;
+        }
+        return har_gpu_check(har_dev_wait_push(d->done_dev, d->push_blocks, d->tail_push, d->abort_dev, d->queue),
+                             "kernel launch");
+    }
     har_status_t st = HAR_OK;
     if (d->tail_lazy && (st = tail_event(d)) == HAR_OK)
         st = har_gpu_check(cudaEventRecord(d->tail_end, d->tail), "cudaEventRecord");
@@ -750,11 +777,12 @@ static int push_done(void *ctx)
 
 /* Queues push call `no` (kernels.cu), its watch in *w: launched, or posted
  * to the resident grid where one may serve it (`may_post`: a blocking call
- * with HAR_DEVICE_RESIDENT) and the application's input has landed.
+ * with HAR_DEVICE_RESIDENT, no call outstanding) and the application's
+ * input has landed. `after`: the push call it waits for (follow_tail).
  * `captured`: into a CUDA graph, on the graphs' push area, numbered on the
  * GPU at each replay (w->id is then 0). */
 static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *call, uint64_t no, int may_post,
-                                int captured, call_watch_t *w, int *resident)
+                                uint64_t after, int captured, call_watch_t *w, int *resident)
 {
     har_push_args_t a;
     memset(&a, 0, sizeof a);
@@ -780,6 +808,7 @@ static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *ca
     a.done = captured ? d->push_host_dev->graph_done : d->push_host_dev->done;
     a.differs = captured ? d->push_host_dev->graph_differs : d->push_host_dev->differs;
     if (captured) a.counter = d->graph_counter, a.parity_bytes = d->push_parity;
+    else a.done_dev = d->done_dev, a.after = after;
     /* A launched kernel waits for the application's input on the legacy
      * stream; a call posted to the resident grid cannot, so it is posted
      * only where that stream is idle. */
@@ -793,11 +822,11 @@ static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *ca
 
 /* One call by the push kernels. Nothing waits for the peers before the
  * launch: the kernels do, and the host waits for their flags. */
-static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call, int *resident)
+static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call, uint64_t after, int *resident)
 {
     call_watch_t w;
     /* Not while calls the host has not seen end may run: the grid would not wait for their kernels. */
-    har_status_t st = launch_push(d, node, call, node->call, !d->tail, 0, &w, resident);
+    har_status_t st = launch_push(d, node, call, node->call, !d->tail, after, 0, &w, resident);
     if (st != HAR_OK) return st;
     har_gpu_watch_t watch = {ahead_poll, stop_call, &w};
     push_wait_t flags = {d, w.id, *resident};
@@ -837,9 +866,10 @@ static har_status_t ipc_run(void *engine, har_node_t *node, const har_call_t *ca
     har_call_t staged = *call;
     if (st == HAR_OK && !here) st = stage_call(d, call, &staged);
     d->queue = d->stream;
-    if (st == HAR_OK) st = follow_tail(d);
-    if (st == HAR_OK)
-        st = plan->paths & HAR_BIT(PUSH) ? run_push(d, node, &staged, &resident) : run_chunks(d, node, &staged, plan);
+    int push = (plan->paths & HAR_BIT(PUSH)) != 0;
+    uint64_t after;
+    if (st == HAR_OK) st = follow_tail(d, push ? &after : NULL);
+    if (st == HAR_OK) st = push ? run_push(d, node, &staged, after, &resident) : run_chunks(d, node, &staged, plan);
     if (st == HAR_OK) d->tail = NULL;  /* the host saw it end, and so every call before it */
     if (st == HAR_OK && !here) st = har_mem_copy(call->out, call->out_kind, staged.out, HAR_MEM_DEVICE, call->bytes);
     if (resident) plan->paths |= HAR_BIT(RESIDENT);
@@ -877,10 +907,11 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
      * before it returned (a push kernel writes its flags after its last
      * access to the segments). */
     d->queue = d->started;
-    if (st == HAR_OK) st = follow_tail(d);
+    uint64_t after;
+    if (st == HAR_OK) st = follow_tail(d, o->push ? &after : NULL);
     if (st == HAR_OK && !o->push && !*ended)
         st = har_gpu_check(cudaEventCreateWithFlags(ended, cudaEventDisableTiming), "event");
-    if (st == HAR_OK && o->push) st = launch_push(d, node, &o->call, no, 0, 0, &o->watch, &resident);
+    if (st == HAR_OK && o->push) st = launch_push(d, node, &o->call, no, 0, after, 0, &o->watch, &resident);
     else if (st == HAR_OK) st = launch_chunks(d, node, &o->call, plan, no, &o->watch);
     if (st == HAR_OK && !o->push && (st = har_gpu_check(cudaEventRecord(*ended, d->started), "cudaEventRecord")) != HAR_OK)
         stop_failed(d);
@@ -890,7 +921,8 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
         return st;
     }
     d->tail = d->started;
-    d->tail_lazy = 1;
+    d->tail_push = o->push ? o->watch.id : 0;
+    d->tail_lazy = !o->push;
     d->open_ops++;
     *op = o;
     return HAR_OK;
@@ -1152,7 +1184,8 @@ static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t
     d->queue = stream ? (cudaStream_t)stream : cudaStreamLegacy;
     /* After the call before it, copy in included: that call's kernel reads
      * the scratch until it ends. */
-    if (st == HAR_OK && !captured) st = follow_tail(d);
+    uint64_t after = 0;
+    if (st == HAR_OK && !captured) st = follow_tail(d, here ? &after : NULL);
     if (st == HAR_OK && !here) {
         if (!d->enq_stage)
             st = har_gpu_check(cudaMalloc((void **)&d->enq_stage, 2 * d->push_max), "cudaMalloc (staging)");
@@ -1164,7 +1197,7 @@ static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t
     }
     call_watch_t w;
     int resident;
-    if (st == HAR_OK) st = launch_push(d, node, &staged, no, 0, captured, &w, &resident);
+    if (st == HAR_OK) st = launch_push(d, node, &staged, no, 0, after, captured, &w, &resident);
     d->enq_node = node;
     if (st == HAR_OK && captured) {
         har_arrival_of(&d->graph_calls[no % ENQ_RING], call, no);
@@ -1181,9 +1214,13 @@ static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t
     if (st == HAR_OK && !here)
         st = har_gpu_check(cudaMemcpyAsync(call->out, staged.out, call->bytes, cudaMemcpyDefault, d->queue),
                            "copy from the GPU");
-    if (st == HAR_OK && !captured && (st = tail_event(d)) == HAR_OK &&
-        (st = har_gpu_check(cudaEventRecord(d->tail_end, d->queue), "cudaEventRecord")) == HAR_OK) {
+    if (st == HAR_OK && !captured && here) {
         d->tail = d->queue;
+        d->tail_push = w.id;
+    } else if (st == HAR_OK && !captured && (st = tail_event(d)) == HAR_OK &&
+               (st = har_gpu_check(cudaEventRecord(d->tail_end, d->queue), "cudaEventRecord")) == HAR_OK) {
+        d->tail = d->queue;
+        d->tail_push = 0;
         d->tail_lazy = 0;
     }
     if (st != HAR_OK) stop_failed(d);

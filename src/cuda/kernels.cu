@@ -391,6 +391,20 @@ __device__ __forceinline__ bool push_call(const har_push_args_t &a, const uint64
     size_t off, len;
     har_shard(lines, 8, gridDim.x, blockIdx.x, &off, &len);
     if (threadIdx.x == 0) stop = 0, differs = 0;
+    if (a.after) {
+        // The call before it, on another stream: this block's part of it
+        // ended (stored after a system fence, so its lines are re-armed).
+        if (threadIdx.x == 0) {
+            for (unsigned spins = 1; load_relaxed_sys(&a.done_dev[blockIdx.x]) < a.after; spins++)
+                if ((spins & 1023) == 0 && *a.abort) {
+                    stop = 1;
+                    break;
+                }
+            acquire_fence_sys();
+        }
+        __syncthreads();
+        if (stop) return false;
+    }
     const int t = threadIdx.x;
     if (t < a.nranks && t != a.me) {
         uint64_t *header = push_line(a.lines[t] + shift, a.me, blockIdx.x);
@@ -474,6 +488,7 @@ __device__ __forceinline__ bool push_call(const har_push_args_t &a, const uint64
     if (threadIdx.x == 0) {
         __threadfence_system();  // the output, and any record of a difference, before the host sees done
         *(volatile uint64_t *)&a.done[blockIdx.x] = seq;
+        if (a.done_dev) store_relaxed_sys(&a.done_dev[blockIdx.x], seq);
     }
     return true;
 }
@@ -587,6 +602,8 @@ template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS)
         a.done = r.done;
         a.differs = r.differs;
         a.stamps = nullptr;
+        a.done_dev = nullptr;  // posted only once the host saw every call before it end
+        a.after = 0;
         if (!push_call<T, OP>(a, a.seq, 0)) break;
         last = a.seq;
         __syncthreads();  // every thread is past this call's words before thread 0 takes the next
@@ -775,6 +792,21 @@ extern "C" int har_dev_probe(const void *peer, void *out, void *stream)
     probe<<<1, 1, 0, (cudaStream_t)stream>>>((const uint4 *)peer, (uint4 *)out);
     cudaError_t e = cudaGetLastError();
     return (int)(e != cudaSuccess ? e : cudaStreamSynchronize((cudaStream_t)stream));
+}
+
+__global__ void wait_push(const uint64_t *done_dev, int blocks, uint64_t after, volatile int *abort)
+{
+    for (int b = 0; b < blocks; b++)
+        for (unsigned spins = 1; load_relaxed_sys(&done_dev[b]) < after; spins++)
+            if ((spins & 1023) == 0 && *abort) return;
+    acquire_fence_sys();
+}
+
+extern "C" int har_dev_wait_push(const uint64_t *done_dev, int blocks, uint64_t after, volatile int *abort,
+                                 void *stream)
+{
+    wait_push<<<1, 1, 0, (cudaStream_t)stream>>>(done_dev, blocks, after, abort);
+    return (int)cudaGetLastError();
 }
 
 /* Does nothing: the launch floor that har-bench times beside har. */

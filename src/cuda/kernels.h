@@ -55,6 +55,14 @@ typedef struct {
      * call's. Such calls have a push area of their own (ipc.c). */
     uint64_t *counter;
     size_t parity_bytes;
+    /* Order between streams, on the GPU: each block stores seq in
+     * done_dev[b] (device memory of this rank's own; NULL: not) as it
+     * ends, and where `after` is not 0 first waits there for the call
+     * numbered `after`, queued before it on another stream. Calls end in
+     * the order they were queued on every rank, which the push areas need
+     * (kernels.cu), with no event recorded per call. */
+    uint64_t *done_dev;
+    uint64_t after;
 } har_push_args_t;
 
 /* The resident push grid (HAR_DEVICE_RESIDENT): one grid per rank that
@@ -134,6 +142,10 @@ extern "C" {
 int har_dev_launch(const har_dev_args_t *a, int blocks, void *stream);
 /* Queues one push call on `stream`, `blocks` blocks; 0 or a cudaError_t. */
 int har_dev_push(const har_push_args_t *a, int blocks, void *stream);
+/* Queues on `stream` a wait (one thread) until done_dev[b] >= after for
+ * each of `blocks` blocks, or until *abort is set: the push call numbered
+ * `after` ended, for work that is not a push kernel; 0 or a cudaError_t. */
+int har_dev_wait_push(const uint64_t *done_dev, int blocks, uint64_t after, volatile int *abort, void *stream);
 /* Launches a resident push grid of `blocks` blocks on `stream` (a
  * non-blocking one); 0 or a cudaError_t. Block b serves every posted call
  * numbered above done[b] whose type and op are r->dtype and r->op, in

@@ -1,14 +1,14 @@
 /* har_allreduce_enqueue as an application uses it: all-reduces queued on
  * its streams between its own kernels, the host never waiting for them.
- *   enqueue [--iters N] [--seed S] [--kill-at N]
+ *   enqueue [--iters N] [--seed S] [--unordered] [--graph K [--replays N]] [--kill-at N]
  * Every call (sizes from a sequence all ranks share: 1 element to 64 KiB,
  * int, int64, float and double, sum, max and min, in place or not): a
  * kernel writes the input on the stream, the call is queued there, a
  * kernel checks the result against the reference computed on the GPU.
  * The stream changes among two non-blocking streams and the legacy
- * default stream (the new one waits for the old by an event, as the
- * application's own kernels need; har orders its kernels across streams
- * by itself); one call in 16 is
+ * default stream (the new one waits for the old by an event, as an
+ * application whose kernels share data across streams must; each stream
+ * has buffers of its own); one call in 16 is
  * a blocking MPI_Allreduce; one rank in one call in 32 passes host
  * buffers (copied through the GPU on the stream); some ranks wait up to
  * 200 us on the host or queue a kernel of up to 50 us before a call. The
@@ -23,6 +23,12 @@
  * replayed --replays times (default 1000) with random host delays, a
  * blocking all-reduce on device buffers after every 10th replay; every
  * replay's results checked, and the capture counted "captured" K times.
+ * --unordered: no event when the stream changes (the streams share no
+ * data): only har orders its calls across them, on the GPU, while the
+ * stream left may still hold a spin kernel before its last call.
+ * --across: the ranks are on several nodes (HAR_NODE_SIZE): every call is
+ * har's blocking one once the stream's work is done (none counted
+ * enqueued, none by the MPI), and a capture is refused (MPI_ERR_OTHER).
  * --kill-at N: local rank 1 dies after queuing call N; the others queue
  * on until a call fails (MPI_ERRORS_RETURN), which must come within 30 s,
  * and print what it said ("enqueue: rank R: failed ..."). */
@@ -66,7 +72,13 @@ int main(int argc, char **argv)
     int ndev = gpus_or_skip("enqueue");
     long iters = 20000, kill_at = -1, graph = 0, replays = 1000;
     uint64_t seed = 1;
-    for (int a = 1; a + 1 < argc; a++) {
+    int unordered = 0, across = 0;
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--unordered") || !strcmp(argv[a], "--across")) {
+            *(argv[a][2] == 'u' ? &unordered : &across) = 1;
+            continue;
+        }
+        if (a + 1 == argc) break;
         if (!strcmp(argv[a], "--iters")) iters = atol(argv[++a]);
         else if (!strcmp(argv[a], "--seed")) seed = strtoull(argv[++a], NULL, 10);
         else if (!strcmp(argv[a], "--kill-at")) kill_at = atol(argv[++a]);
@@ -85,18 +97,22 @@ int main(int argc, char **argv)
      * exchanges (MPI_Reduce at the end) on the world's. */
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-    if (kill_at >= 0) MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    if (kill_at >= 0 || across) MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     cudaStream_t streams[3];
     check(cudaStreamCreateWithFlags(&streams[0], cudaStreamNonBlocking), "cudaStreamCreate");
     check(cudaStreamCreateWithFlags(&streams[1], cudaStreamNonBlocking), "cudaStreamCreate");
     streams[2] = 0;  /* the legacy default stream */
     cudaEvent_t switched;
     check(cudaEventCreateWithFlags(&switched, cudaEventDisableTiming), "cudaEventCreate");
-    char *ins[POOL], *outs[POOL];
-    for (int j = 0; j < POOL; j++) {
-        check(cudaMalloc((void **)&ins[j], MAX_BYTES), "cudaMalloc");
-        check(cudaMalloc((void **)&outs[j], MAX_BYTES), "cudaMalloc");
-    }
+    /* Buffers of each stream's own: the application orders its own
+     * kernels across streams (or, with --unordered, shares nothing
+     * between them). */
+    char *ins[3][POOL], *outs[3][POOL];
+    for (int k = 0; k < 3; k++)
+        for (int j = 0; j < POOL; j++) {
+            check(cudaMalloc((void **)&ins[k][j], MAX_BYTES), "cudaMalloc");
+            check(cudaMalloc((void **)&outs[k][j], MAX_BYTES), "cudaMalloc");
+        }
     char *host_in = malloc(MAX_BYTES), *host_out = malloc(MAX_BYTES);
     unsigned long long *bad_dev, bad = 0;
     check(cudaMalloc((void **)&bad_dev, sizeof *bad_dev), "cudaMalloc");
@@ -107,10 +123,10 @@ int main(int argc, char **argv)
     /* Two blocking calls on device buffers set the communicator up for
      * them (docs/CALLS.md): checked, not counted. */
     for (int i = 0; i < 2; i++) {
-        check((cudaError_t)enq_fill(ins[0], 1, ENQ_INT, rank, i, 0), "fill");
+        check((cudaError_t)enq_fill(ins[0][0], 1, ENQ_INT, rank, i, 0), "fill");
         check(cudaDeviceSynchronize(), "sync");
-        MPI_Allreduce(ins[0], outs[0], 1, MPI_INT, MPI_SUM, comm);
-        check((cudaError_t)enq_verify(outs[0], 1, ENQ_INT, ENQ_SUM, size, i, bad_dev, 0), "verify");
+        MPI_Allreduce(ins[0][0], outs[0][0], 1, MPI_INT, MPI_SUM, comm);
+        check((cudaError_t)enq_verify(outs[0][0], 1, ENQ_INT, ENQ_SUM, size, i, bad_dev, 0), "verify");
     }
     check(cudaDeviceSynchronize(), "sync");
     int enq = har_counter_index("enqueued"), mpi = har_counter_index("mpi");
@@ -135,13 +151,15 @@ int main(int argc, char **argv)
              * kernels across streams). */
             int was = st;
             st = (int)(next(&shared) % 3);
-            check(cudaEventRecord(switched, streams[was]), "cudaEventRecord");
-            check(cudaStreamWaitEvent(streams[st], switched, 0), "cudaStreamWaitEvent");
+            if (!unordered) {
+                check(cudaEventRecord(switched, streams[was]), "cudaEventRecord");
+                check(cudaStreamWaitEvent(streams[st], switched, 0), "cudaStreamWaitEvent");
+            }
         }
         int block = next(&shared) % 16 == 0, host_rank = next(&shared) % 32 == 0 ? (int)(next(&shared) % size) : -1;
         int tag = (int)(it % 1000), j = (int)(it % POOL);
         cudaStream_t s = streams[st];
-        char *in = ins[j], *out = outs[j];
+        char *in = ins[st][j], *out = outs[st][j];
         uint64_t r = next(&mine);
         if (r % 8 == 0) check((cudaError_t)enq_spin(1e-9 * (double)((r >> 20) % 50000), s), "spin");
         if ((r >> 8) % 16 == 0) {
@@ -210,6 +228,7 @@ int main(int argc, char **argv)
     }
     /* A graph of `graph` calls, replayed. */
     long captured = 0, graph_blocking = 0;
+    int refused = 0;
     int cap = har_counter_index("captured");
     unsigned long long cap_before[64], cap_after[64];
     har_counters(cap_before, 64);
@@ -223,12 +242,13 @@ int main(int argc, char **argv)
         for (long k = 0; k < graph; k++) {
             int type = (int)(next(&shared) % 4), op = (int)(next(&shared) % 3), in_place = next(&shared) % 2 == 0;
             int n = 1 + (int)(next(&shared) % (uint64_t)(MAX_BYTES / sizes[type])), tag = (int)(500 + k);
-            char *in = ins[k], *out = outs[k];
+            char *in = ins[0][k], *out = outs[0][k];
             check(cudaMemsetAsync(out, 0x7f, (size_t)n * sizes[type], s), "cudaMemsetAsync");
             check((cudaError_t)enq_fill(in_place ? out : in, n, type, rank, tag, s), "fill");
             rc = har_allreduce_enqueue(in_place ? MPI_IN_PLACE : in, out, n, types[type], ops[op], comm, s);
             if (rc != MPI_SUCCESS) {
-                printf("enqueue: rank %d: har_allreduce_enqueue refused a capture\n", rank);
+                if (!across || rc != MPI_ERR_OTHER) printf("enqueue: rank %d: har_allreduce_enqueue refused a capture\n", rank);
+                refused = rc == MPI_ERR_OTHER;
                 break;
             }
             check((cudaError_t)enq_verify(out, n, type, op, size, tag, bad_dev, s), "verify");
@@ -246,10 +266,10 @@ int main(int argc, char **argv)
             if (r % 10 == 9) {
                 /* A blocking call between replays, on the calls' other push area. */
                 check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-                check((cudaError_t)enq_fill(ins[0], 100, ENQ_INT, rank, 7, 0), "fill");
+                check((cudaError_t)enq_fill(ins[0][0], 100, ENQ_INT, rank, 7, 0), "fill");
                 check(cudaStreamSynchronize(0), "cudaStreamSynchronize");
-                if (MPI_Allreduce(ins[0], outs[0], 100, MPI_INT, MPI_SUM, comm) != MPI_SUCCESS) bad++;
-                check((cudaError_t)enq_verify(outs[0], 100, ENQ_INT, ENQ_SUM, size, 7, bad_dev, 0), "verify");
+                if (MPI_Allreduce(ins[0][0], outs[0][0], 100, MPI_INT, MPI_SUM, comm) != MPI_SUCCESS) bad++;
+                check((cudaError_t)enq_verify(outs[0][0], 100, ENQ_INT, ENQ_SUM, size, 7, bad_dev, 0), "verify");
                 check(cudaStreamSynchronize(0), "cudaStreamSynchronize");  /* before the next replay spoils outs[0] */
                 graph_blocking++;
             }
@@ -267,19 +287,25 @@ int main(int argc, char **argv)
     qsort(took, (size_t)timed, sizeof *took, cmp_double);
     long graph_counted = cap < 0 ? -1 : (long)(cap_after[cap] - cap_before[cap]);
     long totals[3] = {(long)(bad + bad_gpu),
-                      enqueued == queued + captured && by_mpi == 0 && captured == graph && graph_counted == graph ? 0 : 1,
+                      (across ? enqueued == 0 && by_mpi == 0 && captured == 0 && (graph == 0 || refused)
+                              : enqueued == queued + captured && by_mpi == 0 && captured == graph && graph_counted == graph)
+                          ? 0 : 1,
                       0}, sums[3];
     MPI_Reduce(totals, sums, 3, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);  /* not MPI_Allreduce: not under test */
     MPI_Bcast(sums, 3, MPI_LONG, 0, MPI_COMM_WORLD);
     if (rank == 0)
-        printf("enqueue: %d ranks, %ld calls each (seed %llu): %ld queued (%ld on host buffers), %ld blocking; %ld wrong "
-               "results; every queued and captured call counted enqueued and none by the MPI: %s (rank 0: %ld of %ld, mpi %ld); "
+        printf("enqueue: %d ranks, %ld calls each (seed %llu%s): %ld queued (%ld on host buffers), %ld blocking; %ld wrong "
+               "results; %s: %s (rank 0: %ld of %ld enqueued, mpi %ld); "
                "host time of a queued call, rank 0: median %.2f us, 99th percentile %.2f us; a graph of %ld captured calls "
                "(counted %ld) replayed %ld times, %ld blocking calls between\n",
-               size, iters, (unsigned long long)seed, queued, host_calls, blocking, sums[0], sums[1] ? "NO" : "yes",
+               size, iters, (unsigned long long)seed, unordered ? ", streams unordered" : "", queued, host_calls, blocking, sums[0],
+               across ? "every call served by har's blocking path, none queued, none by the MPI, the capture refused"
+                      : "every queued and captured call counted enqueued and none by the MPI",
+               sums[1] ? "NO" : "yes",
                enqueued, queued + captured, by_mpi, timed ? 1e6 * took[timed / 2] : 0, timed ? 1e6 * took[timed * 99 / 100] : 0,
                captured, graph_counted, graph > 0 ? replays : 0, graph_blocking);
-    for (int j = 0; j < POOL; j++) cudaFree(ins[j]), cudaFree(outs[j]);
+    for (int k = 0; k < 3; k++)
+        for (int j = 0; j < POOL; j++) cudaFree(ins[k][j]), cudaFree(outs[k][j]);
     cudaFree(bad_dev);
     cudaStreamDestroy(streams[0]);
     cudaStreamDestroy(streams[1]);

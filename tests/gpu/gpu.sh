@@ -137,6 +137,10 @@ else
             check "enqueue, $np ranks under MPS: $iters all-reduces queued on three streams between the application's kernels, every type and op to 64 KiB, some blocking, some on host buffers, random delays; then a CUDA graph of 8 replayed 2000 times; every result checked" \
                 env HAR_TIMEOUT=120 $mpi $np "$bin/gpu/enqueue" --iters $iters --seed $seed --graph 8 --replays 2000
         done
+        check "enqueue, 4 ranks under MPS: 20000 calls on three streams the application does not order (no shared data), har ordering its kernels across them on the GPU; every result checked" \
+            env HAR_TIMEOUT=120 $mpi 4 "$bin/gpu/enqueue" --iters 20000 --seed $seed --unordered
+        check "enqueue, 4 ranks under MPS as 2 pretend nodes of 2: every call har's blocking one once the stream's work is done, a capture refused; every result checked" \
+            env HAR_TIMEOUT=120 HAR_NODE_SIZE=2 $mpi 4 "$bin/gpu/enqueue" --iters 3000 --seed $seed --across --graph 8
         check_kill_enqueued() {
             local out
             out=$(timeout 90 $mpi 4 "$bin/gpu/enqueue" --kill-at 500 --seed $seed 2>&1)
