@@ -303,7 +303,7 @@ int main(int argc, char **argv)
                       : "every queued and captured call counted enqueued and none by the MPI",
                sums[1] ? "NO" : "yes",
                enqueued, queued + captured, by_mpi, timed ? 1e6 * took[timed / 2] : 0, timed ? 1e6 * took[timed * 99 / 100] : 0,
-               captured, graph_counted, graph > 0 ? replays : 0, graph_blocking);
+               captured, graph_counted, graph > 0 && captured == graph ? replays : 0, graph_blocking);
     for (int k = 0; k < 3; k++)
         for (int j = 0; j < POOL; j++) cudaFree(ins[k][j]), cudaFree(outs[k][j]);
     cudaFree(bad_dev);
