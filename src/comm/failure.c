@@ -177,10 +177,10 @@ static int last_failure(har_failure_t *seen)
     return any;
 }
 
-void har_node_leave(har_node_t *node)
+void har_node_leave(har_node_t *node, uint64_t calls)
 {
     har_failure_t seen;
-    har_seg_leave(&node->seg, last_failure(&seen) ? &seen : NULL);
+    har_seg_leave(&node->seg, calls, last_failure(&seen) ? &seen : NULL);
 }
 
 void har_node_say_bye(har_node_t *node, uint64_t calls)
@@ -237,7 +237,8 @@ static har_status_t check_node(har_node_t *node, double started, int listen, con
     /* The segment's locks tell of peers that attached, in any PID namespace;
      * pids tell of the others (before the segment, or before they attach). */
     double timeout = timeout_of(node);
-    if (node->seg.base) st = har_seg_check_peers(&node->seg, started, timeout, listen, &culprit);  /* time-out included */
+    if (node->seg.base)  /* time-out included */
+        st = har_seg_check_peers(&node->seg, node->call, started, timeout, listen, &culprit);
     for (int r = 0; node->peers && st == HAR_OK && r < node->local_size; r++)
         if (r != node->local_rank && !pid_alive(node, r)) st = HAR_ERR_PEER_DEAD, culprit = r;
     if (st == HAR_OK && !node->seg.base && timeout > 0 && har_seg_now() - started > timeout) st = HAR_ERR_TIMEOUT;

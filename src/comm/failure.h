@@ -68,10 +68,11 @@ HAR_HIDDEN void har_node_blame(har_node_t *node, har_status_t st, int rank, int 
 HAR_HIDDEN int har_node_failed(const har_node_t *node);
 /* The recorded failure, or NULL. */
 HAR_HIDDEN const har_failure_t *har_node_record(const har_node_t *node);
-/* Lets go of the segment in order (MPI_Comm_free, MPI_Finalize): a peer
- * that still waits for this rank says it left, with the last failure this
- * process reported on another communicator, if any. */
-HAR_HIDDEN void har_node_leave(har_node_t *node);
+/* Lets go of the segment in order (MPI_Comm_free, MPI_Finalize) after
+ * `calls` calls: a peer that still waits for this rank in a later call
+ * says it left, with the last failure this process reported on another
+ * communicator, if any. */
+HAR_HIDDEN void har_node_leave(har_node_t *node, uint64_t calls);
 /* The same across nodes: says "bye" to the death watch's neighbours, with
  * the `calls` this rank made on the communicator and that failure. */
 HAR_HIDDEN void har_node_say_bye(har_node_t *node, uint64_t calls);

@@ -39,7 +39,7 @@ static void uncount_segment(void)
 static void release_segment(har_comm_t *c)
 {
     if (!c->node.seg.base) return;
-    har_node_leave(&c->node);
+    har_node_leave(&c->node, c->calls);
     uncount_segment();
 }
 
@@ -177,7 +177,7 @@ static int self_delete_cb(MPI_Comm comm, int kv, void *attr, void *extra)
         if (c->mode == HAR_COMM_FAILED) continue;  /* its memory stays: see state_free */
         c->mode = HAR_COMM_FORWARDED;  /* nothing may touch the segments from now on */
         if (c->node.seg.base) {
-            har_node_leave(&c->node);
+            har_node_leave(&c->node, c->calls);
             segments--;
         }
     }

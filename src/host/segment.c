@@ -173,10 +173,11 @@ har_status_t har_seg_attach(har_seg_t *seg, int given, int me)
 
 void har_seg_unlink(const char *name) { shm_unlink(name); }
 
-void har_seg_leave(har_seg_t *seg, const har_failure_t *seen)
+void har_seg_leave(har_seg_t *seg, uint64_t calls, const har_failure_t *seen)
 {
     if (!seg->base) return;
     har_ctl_t *mine = har_seg_ctl(seg, seg->me);
+    atomic_store_explicit(&mine->calls_made, calls, memory_order_relaxed);  /* before `left` (release) */
     /* Its own failure line is read only while the header names this rank,
      * which it cannot come to do from now on. */
     int tell = seen && atomic_load(&seg->hdr->failed) != (uint32_t)seg->me + 1;

@@ -110,6 +110,11 @@ typedef struct {
      * that it died: 1, or 2 when `failure` holds the last failure this
      * process saw on another communicator (why it may have left early). */
     _Atomic uint32_t left;
+    /* Stored before `left`: how many calls it made on the communicator. A
+     * peer that left after making the call a rank waits in is not what
+     * holds it up: the call was done on that peer's side (an MPI exchange
+     * it completed may still be delivering its data here). */
+    _Atomic uint64_t calls_made;
 } har_ctl_t;
 _Static_assert(offsetof(har_ctl_t, failure) == 64, "epoch and arrival records share one cache line");
 
@@ -160,10 +165,10 @@ har_status_t har_seg_attach(har_seg_t *seg, int fd, int me);
 int har_seg_open_named(const char *name);
 void har_seg_unlink(const char *name);
 void har_seg_detach(har_seg_t *seg);
-/* Detaches in order: peers that still wait for this rank learn that it
- * left (HAR_ERR_PEER_LEFT) and, if `seen` is not NULL, what it had seen
- * fail elsewhere. */
-void har_seg_leave(har_seg_t *seg, const har_failure_t *seen);
+/* Detaches in order after `calls` calls: peers that still wait for this
+ * rank in a later call learn that it left (HAR_ERR_PEER_LEFT) and, if
+ * `seen` is not NULL, what it had seen fail elsewhere. */
+void har_seg_leave(har_seg_t *seg, uint64_t calls, const har_failure_t *seen);
 size_t har_seg_bytes(int nranks, size_t slot_bytes);
 /* Removes named segments in /dev/shm whose liveness locks nobody holds
  * (left by processes that died between creating and unlinking), saying
@@ -198,11 +203,13 @@ uint64_t har_seg_signal(har_seg_t *seg);
 har_status_t har_seg_wait(har_seg_t *seg, int peer, uint64_t epoch, double timeout, int *culprit);
 /* Waits for every rank of the segment. */
 har_status_t har_seg_wait_all(har_seg_t *seg, uint64_t epoch, double timeout, int *culprit);
-/* While something else waits (a GPU stream, an MPI request): the same
- * checks as a wait's slow path, on every peer, with the time-out counted
- * from `started` (har_seg_now()); without `listen`, the notices from other
+/* While something else waits in call `call` (a GPU stream, an MPI
+ * request): the same checks as a wait's slow path, on every peer but one
+ * that left after making that call, with the time-out counted from
+ * `started` (har_seg_now()); without `listen`, the notices from other
  * nodes are not tested (an MPI call: for a thread of har's own). */
-har_status_t har_seg_check_peers(har_seg_t *seg, double started, double timeout, int listen, int *culprit);
+har_status_t har_seg_check_peers(har_seg_t *seg, uint64_t call, double started, double timeout, int listen,
+                                 int *culprit);
 double har_seg_now(void);
 /* Records why this rank gives up and tells every local peer to stop
  * waiting. The first report wins; returns 1 if it was this one. */

@@ -20,14 +20,12 @@
  *   persistent  MPI_Allreduce_init (MPIX_ under Open MPI 4.1) started by
  *               MPI_Start and MPI_Startall, freed, made again
  *   threads     4 threads, each on its own communicator: inflight's
- *               rounds, then (with --blocking-by) blocking all-reduces on
- *               buffers made and freed each call (77: no
- *               MPI_THREAD_MULTIPLE)
+ *               rounds, then blocking all-reduces on buffers made and
+ *               freed each call (77: no MPI_THREAD_MULTIPLE)
  *   badargs     bad arguments under MPI_ERRORS_RETURN: prints each call's
  *               error class (the test compares them with the MPI's own)
- * --blocking-by PATH[,PATH...] (threads, without har:PATH): the blocking
- * calls are made, and har's counters say that those paths served every
- * one between them.
+ * --blocking-by PATH[,PATH...] (threads, without har:PATH): har's counters
+ * say that those paths served every blocking call between them.
  * --expect: har's counters say every all-reduce of this rank was staged, or
  * none was (and that each reached har's wrapper); har:PATH: a blocking
  * MPI_Allreduce first sets har up on each communicator, and then har
@@ -622,7 +620,7 @@ static void *worker(void *p)
     thread_arg_t *a = p;
     rng_seed(1000u * (unsigned)a->t + (unsigned)world_rank);
     inflight(a->comm, a->rounds);
-    if (blocking_by) blocking_calls(a->comm, a->t, 4 * a->rounds);
+    blocking_calls(a->comm, a->t, 4 * a->rounds);
     return NULL;
 }
 

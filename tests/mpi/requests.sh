@@ -9,7 +9,7 @@
 # in a random order; rank 0's MPI_Iallreduce before its MPI_Send, rank 1's
 # after its MPI_Recv; two communicators posted in opposite orders by
 # half the ranks, a copy from the device between; persistent requests
-# started, freed, made again; threads. The same cases with har serving the calls itself (the test
+# started, freed, made again; threads (and blocking calls from them). The same cases with har serving the calls itself (the test
 # build's engine). Bad arguments get the MPI's own errors on either path.
 . "$top_srcdir/tests/lib.sh"
 plain="$bin/mpi/requests_plain"

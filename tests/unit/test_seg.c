@@ -14,6 +14,10 @@
  *  late     a peer that has not attached yet is not taken for dead (its
  *           lock is free only because it has not taken it); once it has
  *           attached and died, it is.
+ *  left     a peer that left in order after making call 4 does not stop a
+ *           wait in call 4 (an exchange it completed may still deliver its
+ *           data), stops one in call 5 as left, and the time-out still
+ *           holds.
  *  named    the fallback's named segment left by a creator that died before
  *           unlinking it is removed by har_seg_clean; a live one is not.
  *  records  har_node_records_differ (comm/failure.c), as a rank testing a
@@ -467,7 +471,7 @@ static void test_late(void)
         if (fd >= 0) close(fd);
         return;
     }
-    har_status_t st = har_seg_check_peers(&seg, har_seg_now(), 0, 1, &culprit);
+    har_status_t st = har_seg_check_peers(&seg, 0, har_seg_now(), 0, 1, &culprit);
     if (st != HAR_OK) FAIL("a peer that has not attached yet was taken for %d (culprit %d)", st, culprit);
     int ready[2];
     if (pipe(ready) != 0) {
@@ -484,19 +488,43 @@ static void test_late(void)
         }
         char ok = '0';
         if (pid < 0 || read(ready[0], &ok, 1) != 1 || ok != '1') FAIL("the late peer did not attach");
-        st = har_seg_check_peers(&seg, har_seg_now(), 0, 1, &culprit);
+        st = har_seg_check_peers(&seg, 0, har_seg_now(), 0, 1, &culprit);
         if (st != HAR_OK) FAIL("a live attached peer was taken for %d", st);
         if (pid > 0) {
             kill(pid, SIGKILL);
             int status;
             waitpid(pid, &status, 0);
         }
-        st = har_seg_check_peers(&seg, har_seg_now(), 0, 1, &culprit);
+        st = har_seg_check_peers(&seg, 0, har_seg_now(), 0, 1, &culprit);
         if (st != HAR_ERR_PEER_DEAD || culprit != 1) FAIL("a dead attached peer gave %d, culprit %d", st, culprit);
         close(ready[0]);
         close(ready[1]);
     }
     close(fd);
+    har_seg_detach(&seg);
+}
+
+/* ---- a peer that left in order, during or before the call waited in --------- */
+
+/* A peer that made calls 0 to 4 and left: a rank still in call 4 (an MPI
+ * exchange the peer completed may still deliver its data) is not held up
+ * by it; one in call 5 is, and learns that it left. */
+static void test_left(void)
+{
+    int fd = har_seg_create(2, 4096), culprit = -1;
+    har_seg_t seg, peer;
+    if (fd < 0 || har_seg_attach(&seg, dup(fd), 0) != HAR_OK || har_seg_attach(&peer, fd, 1) != HAR_OK) {
+        FAIL("cannot make and attach a segment");
+        return;
+    }
+    har_seg_leave(&peer, 5, NULL);
+    har_status_t st = har_seg_check_peers(&seg, 4, har_seg_now(), 0, 1, &culprit);
+    if (st != HAR_OK) FAIL("a peer that left after making call 4 stopped a wait in call 4: %d (culprit %d)", st, culprit);
+    st = har_seg_check_peers(&seg, 5, har_seg_now(), 0, 1, &culprit);
+    if (st != HAR_ERR_PEER_LEFT || culprit != 1)
+        FAIL("a peer that left before call 5 gave %d, culprit %d, to a wait in call 5", st, culprit);
+    st = har_seg_check_peers(&seg, 4, har_seg_now() - 2, 1, 1, &culprit);
+    if (st != HAR_ERR_TIMEOUT) FAIL("a wait in call 4 past its time-out beside a peer that left gave %d", st);
     har_seg_detach(&seg);
 }
 
@@ -604,13 +632,14 @@ int main(int argc, char **argv)
     test_death(&death_s);
     test_timeout(&timeout_s);
     test_late();
+    test_left();
     test_records();
     long after = har_entries();
     if (after > before) FAIL("the anonymous segments left %ld entries in /dev/shm", after - before);
     test_named();
 
     printf("test_seg: %s: happy %d ranks x %" PRIu64 " epochs in %.2f s, death handled in %.2f s, "
-           "timeout in %.2f s, late peer not taken for dead, peers' records compared, stale named segment cleaned (seed %" PRIu64 ")\n", failures ? "FAIL" : "ok",
+           "timeout in %.2f s, late peer not taken for dead, a peer that left after the call waited in not taken for gone, peers' records compared, stale named segment cleaned (seed %" PRIu64 ")\n", failures ? "FAIL" : "ok",
            HAPPY_RANKS, epochs, happy_s, death_s, timeout_s, seed);
     return failures ? 1 : 0;
 }
