@@ -225,8 +225,10 @@ har_status_t har_node_wait_one(har_node_t *node, int peer, const char *step)
 }
 
 /* The checks of this node's ranks (`listen`: and of the notices from
- * other nodes, an MPI call). */
-static har_status_t check_node(har_node_t *node, double started, int listen, const char *step)
+ * other nodes, an MPI call). `exchange`: the call whose MPI exchange is
+ * waited for, where a peer that left after making it is not taken for
+ * gone (har_seg_left_after), or HAR_SEG_NO_EXCHANGE. */
+static har_status_t check_node(har_node_t *node, double started, int listen, uint64_t exchange, const char *step)
 {
     int culprit = -1;
     har_status_t st = HAR_OK;
@@ -238,22 +240,24 @@ static har_status_t check_node(har_node_t *node, double started, int listen, con
      * pids tell of the others (before the segment, or before they attach). */
     double timeout = timeout_of(node);
     if (node->seg.base)  /* time-out included */
-        st = har_seg_check_peers(&node->seg, node->call, started, timeout, listen, &culprit);
+        st = har_seg_check_peers(&node->seg, exchange, started, timeout, listen, &culprit);
     for (int r = 0; node->peers && st == HAR_OK && r < node->local_size; r++)
-        if (r != node->local_rank && !pid_alive(node, r)) st = HAR_ERR_PEER_DEAD, culprit = r;
+        if (r != node->local_rank && !pid_alive(node, r) &&
+            !(node->seg.base && har_seg_left_after(&node->seg, r, exchange)))  /* left, then ended */
+            st = HAR_ERR_PEER_DEAD, culprit = r;
     if (st == HAR_OK && !node->seg.base && timeout > 0 && har_seg_now() - started > timeout) st = HAR_ERR_TIMEOUT;
     return st == HAR_OK ? HAR_OK : note_local(node, st, culprit, step);
 }
 
 har_status_t har_node_check_here(har_node_t *node, double started, const char *step)
 {
-    return har_node_failed(node) ? HAR_ERR_PEER_FAILED : check_node(node, started, 0, step);
+    return har_node_failed(node) ? HAR_ERR_PEER_FAILED : check_node(node, started, 0, HAR_SEG_NO_EXCHANGE, step);
 }
 
-har_status_t har_node_check(har_node_t *node, double started, const char *step)
+static har_status_t node_check(har_node_t *node, double started, uint64_t exchange, const char *step)
 {
     if (heard(node)) return HAR_ERR_PEER_FAILED;
-    har_status_t st = check_node(node, started, 1, step);
+    har_status_t st = check_node(node, started, 1, exchange, step);
     if (st != HAR_OK) return st;
     /* A neighbour across nodes whose process is gone, though no local peer
      * of its is left to say so. */
@@ -273,6 +277,11 @@ har_status_t har_node_check(har_node_t *node, double started, const char *step)
     st = left ? HAR_ERR_PEER_LEFT : HAR_ERR_PEER_DEAD;
     har_node_blame(node, st, who->comm_rank, who->world_rank, who->host, step);
     return st;
+}
+
+har_status_t har_node_check(har_node_t *node, double started, const char *step)
+{
+    return node_check(node, started, HAR_SEG_NO_EXCHANGE, step);
 }
 
 har_status_t har_node_exchange(har_node_t *node, int posted, MPI_Request *req, const char *step)
@@ -333,7 +342,7 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
         /* A wait for a rank across nodes times out in the branch above,
          * which names that rank; the node's check reads the clock again
          * and must not win that race with a time-out that names nobody. */
-        if ((st = har_node_check(node, partner >= 0 ? har_seg_now() : started, step)) != HAR_OK) break;
+        if ((st = node_check(node, partner >= 0 ? har_seg_now() : started, node->call, step)) != HAR_OK) break;
     }
     if (across && i >= 1024) atomic_store_explicit(across, 0, memory_order_relaxed);
     return st;

@@ -31,7 +31,9 @@ HAR_HIDDEN har_status_t har_node_check(har_node_t *node, double started, const c
  * may not call the MPI. */
 HAR_HIDDEN har_status_t har_node_check_here(har_node_t *node, double started, const char *step);
 /* Waits for MPI requests (set-up exchanges, the ring, the inter-node step)
- * with the same bounds. On failure the requests are left pending: the
+ * with the same bounds, but for a local peer that left in order after
+ * making the call in progress (node->call): the MPI delivers what it sent
+ * before it left. On failure the requests are left pending: the
  * communicator is failed for good, and nothing reuses their buffers. Where
  * the data come from one rank across nodes (`partner`, its place in
  * node->across, or -1), that rank is the one named if HAR_TIMEOUT ends the

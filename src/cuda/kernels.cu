@@ -392,14 +392,18 @@ __device__ __forceinline__ bool push_call(const har_push_args_t &a, const uint64
     har_shard(lines, 8, gridDim.x, blockIdx.x, &off, &len);
     if (threadIdx.x == 0) stop = 0, differs = 0;
     if (a.after) {
-        // The call before it, on another stream: this block's part of it
-        // ended (stored after a system fence, so its lines are re-armed).
+        // The call before it, on another stream: every block of it ended
+        // (each stored after a system fence, so its lines are re-armed), as
+        // one stream would have it. Not this block's alone: which lines a
+        // block reads depends on the call's size, so call k+2's block 0
+        // may write lines that call k's block 3 has not read yet.
         if (threadIdx.x == 0) {
-            for (unsigned spins = 1; load_relaxed_sys(&a.done_dev[blockIdx.x]) < a.after; spins++)
-                if ((spins & 1023) == 0 && *a.abort) {
-                    stop = 1;
-                    break;
-                }
+            for (int b = 0; b < (int)gridDim.x && !stop; b++)
+                for (unsigned spins = 1; load_relaxed_sys(&a.done_dev[b]) < a.after; spins++)
+                    if ((spins & 1023) == 0 && *a.abort) {
+                        stop = 1;
+                        break;
+                    }
             acquire_fence_sys();
         }
         __syncthreads();

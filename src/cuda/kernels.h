@@ -57,10 +57,11 @@ typedef struct {
     size_t parity_bytes;
     /* Order between streams, on the GPU: each block stores seq in
      * done_dev[b] (device memory of this rank's own; NULL: not) as it
-     * ends, and where `after` is not 0 first waits there for the call
-     * numbered `after`, queued before it on another stream. Calls end in
-     * the order they were queued on every rank, which the push areas need
-     * (kernels.cu), with no event recorded per call. */
+     * ends, and where `after` is not 0 every block first waits there for
+     * every block of the call numbered `after`, queued before it on
+     * another stream. Calls run in the order they were queued on every
+     * rank, which the push areas need (kernels.cu), with no event recorded
+     * per call. */
     uint64_t *done_dev;
     uint64_t after;
 } har_push_args_t;

@@ -110,13 +110,13 @@ typedef struct {
      * that it died: 1, or 2 when `failure` holds the last failure this
      * process saw on another communicator (why it may have left early). */
     _Atomic uint32_t left;
-    /* Stored before `left`: how many calls it made on the communicator. A
-     * peer that left after making the call a rank waits in is not what
-     * holds it up: the call was done on that peer's side (an MPI exchange
-     * it completed may still be delivering its data here). */
+    /* Stored before `left`: how many calls it made on the communicator
+     * (har_seg_left_after). */
     _Atomic uint64_t calls_made;
 } har_ctl_t;
 _Static_assert(offsetof(har_ctl_t, failure) == 64, "epoch and arrival records share one cache line");
+/* No MPI exchange is waited for (har_seg_check_peers, har_seg_left_after). */
+#define HAR_SEG_NO_EXCHANGE UINT64_MAX
 
 typedef struct {
     uint64_t magic;
@@ -179,6 +179,18 @@ static inline har_ctl_t *har_seg_ctl(const har_seg_t *seg, int rank)
 {
     return (har_ctl_t *)(seg->base + HAR_LINE + (size_t)rank * seg->ctl_stride);
 }
+/* Did `peer` leave in order after making call `call` (numbered from 0)?
+ * Then a rank waiting in that call for an MPI exchange is not held up by
+ * it: the peer completed its side, and the MPI delivers what it sent
+ * before it freed the communicator or finalized. Only for MPI exchanges:
+ * kernels or segment steps of a peer that left with calls open may never
+ * run. */
+static inline int har_seg_left_after(const har_seg_t *seg, int peer, uint64_t call)
+{
+    const har_ctl_t *ctl = har_seg_ctl(seg, peer);
+    return call != HAR_SEG_NO_EXCHANGE && atomic_load_explicit(&ctl->left, memory_order_acquire) &&
+           atomic_load_explicit(&ctl->calls_made, memory_order_relaxed) > call;  /* stored before `left` */
+}
 /* The checksums rank publishes for its slot of this parity: one per shard,
  * then one of its reduced shard (HAR_CHECK). Written only by that rank. */
 static inline uint64_t *har_seg_sums(const har_seg_t *seg, int rank, unsigned parity)
@@ -203,12 +215,13 @@ uint64_t har_seg_signal(har_seg_t *seg);
 har_status_t har_seg_wait(har_seg_t *seg, int peer, uint64_t epoch, double timeout, int *culprit);
 /* Waits for every rank of the segment. */
 har_status_t har_seg_wait_all(har_seg_t *seg, uint64_t epoch, double timeout, int *culprit);
-/* While something else waits in call `call` (a GPU stream, an MPI
- * request): the same checks as a wait's slow path, on every peer but one
- * that left after making that call, with the time-out counted from
- * `started` (har_seg_now()); without `listen`, the notices from other
- * nodes are not tested (an MPI call: for a thread of har's own). */
-har_status_t har_seg_check_peers(har_seg_t *seg, uint64_t call, double started, double timeout, int listen,
+/* While something else waits (a GPU stream, an MPI request): the same
+ * checks as a wait's slow path, on every peer but one that left after
+ * making call `exchange` (HAR_SEG_NO_EXCHANGE: none), with the time-out
+ * counted from `started` (har_seg_now()); without `listen`, the notices
+ * from other nodes are not tested (an MPI call: for a thread of har's
+ * own). */
+har_status_t har_seg_check_peers(har_seg_t *seg, uint64_t exchange, double started, double timeout, int listen,
                                  int *culprit);
 double har_seg_now(void);
 /* Records why this rank gives up and tells every local peer to stop

@@ -126,15 +126,13 @@ har_status_t har_seg_wait_all(har_seg_t *seg, uint64_t epoch, double timeout, in
     return HAR_OK;
 }
 
-har_status_t har_seg_check_peers(har_seg_t *seg, uint64_t call, double started, double timeout, int listen,
+har_status_t har_seg_check_peers(har_seg_t *seg, uint64_t exchange, double started, double timeout, int listen,
                                  int *culprit)
 {
     har_status_t st = check(seg, -1, started, timeout, listen, culprit);
     for (int peer = 0; st == HAR_OK && peer < seg->nranks; peer++) {
         if (peer == seg->me || (st = peer_state(seg, peer)) == HAR_OK) continue;
-        /* `calls_made` is stored before `left` (release; read by peer_state, acquire). */
-        if (st == HAR_ERR_PEER_LEFT &&
-            atomic_load_explicit(&har_seg_ctl(seg, peer)->calls_made, memory_order_relaxed) > call) {
+        if (st == HAR_ERR_PEER_LEFT && har_seg_left_after(seg, peer, exchange)) {
             st = HAR_OK;
             continue;
         }

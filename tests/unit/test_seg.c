@@ -15,9 +15,9 @@
  *           lock is free only because it has not taken it); once it has
  *           attached and died, it is.
  *  left     a peer that left in order after making call 4 does not stop a
- *           wait in call 4 (an exchange it completed may still deliver its
- *           data), stops one in call 5 as left, and the time-out still
- *           holds.
+ *           wait for an MPI exchange of call 4 (which it completed, and
+ *           which may still deliver its data), stops one in call 5 and any
+ *           wait that is no exchange as left, and the time-out still holds.
  *  named    the fallback's named segment left by a creator that died before
  *           unlinking it is removed by har_seg_clean; a live one is not.
  *  records  har_node_records_differ (comm/failure.c), as a rank testing a
@@ -471,7 +471,7 @@ static void test_late(void)
         if (fd >= 0) close(fd);
         return;
     }
-    har_status_t st = har_seg_check_peers(&seg, 0, har_seg_now(), 0, 1, &culprit);
+    har_status_t st = har_seg_check_peers(&seg, HAR_SEG_NO_EXCHANGE, har_seg_now(), 0, 1, &culprit);
     if (st != HAR_OK) FAIL("a peer that has not attached yet was taken for %d (culprit %d)", st, culprit);
     int ready[2];
     if (pipe(ready) != 0) {
@@ -488,14 +488,14 @@ static void test_late(void)
         }
         char ok = '0';
         if (pid < 0 || read(ready[0], &ok, 1) != 1 || ok != '1') FAIL("the late peer did not attach");
-        st = har_seg_check_peers(&seg, 0, har_seg_now(), 0, 1, &culprit);
+        st = har_seg_check_peers(&seg, HAR_SEG_NO_EXCHANGE, har_seg_now(), 0, 1, &culprit);
         if (st != HAR_OK) FAIL("a live attached peer was taken for %d", st);
         if (pid > 0) {
             kill(pid, SIGKILL);
             int status;
             waitpid(pid, &status, 0);
         }
-        st = har_seg_check_peers(&seg, 0, har_seg_now(), 0, 1, &culprit);
+        st = har_seg_check_peers(&seg, HAR_SEG_NO_EXCHANGE, har_seg_now(), 0, 1, &culprit);
         if (st != HAR_ERR_PEER_DEAD || culprit != 1) FAIL("a dead attached peer gave %d, culprit %d", st, culprit);
         close(ready[0]);
         close(ready[1]);
@@ -506,9 +506,10 @@ static void test_late(void)
 
 /* ---- a peer that left in order, during or before the call waited in --------- */
 
-/* A peer that made calls 0 to 4 and left: a rank still in call 4 (an MPI
- * exchange the peer completed may still deliver its data) is not held up
- * by it; one in call 5 is, and learns that it left. */
+/* A peer that made calls 0 to 4 and left: a rank still waiting for an MPI
+ * exchange of call 4 (which the peer completed, and which may still
+ * deliver its data) is not held up by it; one in call 5 is, and learns
+ * that it left, as is any wait that is no MPI exchange. */
 static void test_left(void)
 {
     int fd = har_seg_create(2, 4096), culprit = -1;
@@ -525,6 +526,8 @@ static void test_left(void)
         FAIL("a peer that left before call 5 gave %d, culprit %d, to a wait in call 5", st, culprit);
     st = har_seg_check_peers(&seg, 4, har_seg_now() - 2, 1, 1, &culprit);
     if (st != HAR_ERR_TIMEOUT) FAIL("a wait in call 4 past its time-out beside a peer that left gave %d", st);
+    st = har_seg_check_peers(&seg, HAR_SEG_NO_EXCHANGE, har_seg_now(), 0, 1, &culprit);
+    if (st != HAR_ERR_PEER_LEFT || culprit != 1) FAIL("a wait that is no MPI exchange skipped a peer that left: %d", st);
     har_seg_detach(&seg);
 }
 
