@@ -95,14 +95,13 @@ typedef struct ipc {
      * a push kernel on device buffers (`tail_push`: its number), it waits
      * on the GPU for the kernel's blocks to store it in done_dev: a push
      * kernel by its `after`, other work by a wait kernel; no host step per
-     * call. Else by `tail_end`: on har's own stream recorded when a later
-     * call needs it (`tail_lazy`); on the application's (a call through
+     * call. Else by `tail_end`: on har's own stream (`started`) recorded
+     * when a later call needs it; on the application's (a call through
      * host buffers) as the call is queued, since the application may
      * destroy its stream, or begin capturing on it, before the next call. */
     cudaStream_t tail;
     uint64_t tail_push;
     cudaEvent_t tail_end;
-    int tail_lazy;
     uint64_t *done_dev;                  /* device, HAR_DEV_PUSH_BLOCKS words: har_push_args_t.done_dev */
     volatile int *abort_host;            /* pinned, mapped: kernels poll it */
     int *abort_dev;
@@ -453,7 +452,7 @@ static har_status_t follow_tail(ipc_t *d, uint64_t *after)
                              "kernel launch");
     }
     har_status_t st = HAR_OK;
-    if (d->tail_lazy && (st = tail_event(d)) == HAR_OK)
+    if (d->tail == d->started && (st = tail_event(d)) == HAR_OK)
         st = har_gpu_check(cudaEventRecord(d->tail_end, d->tail), "cudaEventRecord");
     return st == HAR_OK ? har_gpu_check(cudaStreamWaitEvent(d->queue, d->tail_end, 0), "cudaStreamWaitEvent") : st;
 }
@@ -591,8 +590,6 @@ typedef struct {
     const uint64_t *records;  /* where its kernels record a difference (NULL: push_host->differs) */
 } call_watch_t;
 
-/* A difference the kernels of call w recorded, reported (har_calls_differ);
- * else HAR_OK. */
 /* The call of the peer in a kernel's record of a difference ({id, local
  * rank, its count, its signature}), as an arrival record beside `mine`. */
 static har_arrival_t recorded_call(const volatile uint64_t *rec, const har_arrival_t *mine)
@@ -605,6 +602,8 @@ static har_arrival_t recorded_call(const volatile uint64_t *rec, const har_arriv
     return theirs;
 }
 
+/* A difference the kernels of call w recorded, reported (har_calls_differ);
+ * else HAR_OK. */
 static har_status_t recorded_difference(const call_watch_t *w)
 {
     for (int b = 0; b < w->blocks; b++) {
@@ -922,7 +921,6 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
     }
     d->tail = d->started;
     d->tail_push = o->push ? o->watch.id : 0;
-    d->tail_lazy = !o->push;
     d->open_ops++;
     *op = o;
     return HAR_OK;
@@ -1221,7 +1219,6 @@ static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t
                (st = har_gpu_check(cudaEventRecord(d->tail_end, d->queue), "cudaEventRecord")) == HAR_OK) {
         d->tail = d->queue;
         d->tail_push = 0;
-        d->tail_lazy = 0;
     }
     if (st != HAR_OK) stop_failed(d);
     har_gpu_leave(&scope);

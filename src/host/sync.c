@@ -132,7 +132,7 @@ har_status_t har_seg_check_peers(har_seg_t *seg, uint64_t exchange, double start
     har_status_t st = check(seg, -1, started, timeout, listen, culprit);
     for (int peer = 0; st == HAR_OK && peer < seg->nranks; peer++) {
         if (peer == seg->me || (st = peer_state(seg, peer)) == HAR_OK) continue;
-        if (st == HAR_ERR_PEER_LEFT && har_seg_left_after(seg, peer, exchange)) {
+        if (har_seg_left_after(seg, peer, exchange)) {
             st = HAR_OK;
             continue;
         }

@@ -1,6 +1,6 @@
 /* har_allreduce_enqueue as an application uses it: all-reduces queued on
  * its streams between its own kernels, the host never waiting for them.
- *   enqueue [--iters N] [--seed S] [--unordered] [--graph K [--replays N]] [--kill-at N]
+ *   enqueue [--iters N] [--seed S] [--unordered] [--across] [--graph K [--replays N]] [--kill-at N]
  * Every call (sizes from a sequence all ranks share: 1 element to 64 KiB,
  * int, int64, float and double, sum, max and min, in place or not): a
  * kernel writes the input on the stream, the call is queued there, a
@@ -74,12 +74,10 @@ int main(int argc, char **argv)
     uint64_t seed = 1;
     int unordered = 0, across = 0;
     for (int a = 1; a < argc; a++) {
-        if (!strcmp(argv[a], "--unordered") || !strcmp(argv[a], "--across")) {
-            *(argv[a][2] == 'u' ? &unordered : &across) = 1;
-            continue;
-        }
-        if (a + 1 == argc) break;
-        if (!strcmp(argv[a], "--iters")) iters = atol(argv[++a]);
+        if (!strcmp(argv[a], "--unordered")) unordered = 1;
+        else if (!strcmp(argv[a], "--across")) across = 1;
+        else if (a + 1 == argc) break;
+        else if (!strcmp(argv[a], "--iters")) iters = atol(argv[++a]);
         else if (!strcmp(argv[a], "--seed")) seed = strtoull(argv[++a], NULL, 10);
         else if (!strcmp(argv[a], "--kill-at")) kill_at = atol(argv[++a]);
         else if (!strcmp(argv[a], "--graph")) graph = atol(argv[++a]);
