@@ -1,9 +1,9 @@
 /* The entry points of the collectives other than MPI_Allreduce, made from
  * one list: each collective's blocking and non-blocking form, in the int
  * binding and (where the MPI has them) the MPI-4 large-count _c one. Every
- * entry point calls its internal in src/collectives.h, the blocking form
+ * entry point calls its internal in src/entry/collectives.h, the blocking form
  * with no request; nothing else lives here. */
-#include "collectives.h"
+#include "entry/collectives.h"
 
 #include "export.h"
 

@@ -19,7 +19,7 @@
  * derived type holding the INTEGER handle alone, by reference too, so as a
  * pointer to that integer; ierror is OPTIONAL in f08, and an absent one is
  * a null pointer (both MPIs' own code tests it, so we do too). */
-#include "entry.h"
+#include "entry/entry.h"
 #include "fortran.h"
 
 #if defined(OPEN_MPI) || defined(MPICH)

@@ -12,10 +12,10 @@
  * and of the C status in MPICH, and an absent OPTIONAL ierror is a null
  * pointer. An index comes back counted from 1, as the standard says
  * (MPICH 4.0.2's own mpi_f08 MPI_Waitany and MPI_Testany count from 0). */
-#include "collectives.h" /* mpi.h: OPEN_MPI, MPICH */
+#include "entry/collectives.h" /* mpi.h: OPEN_MPI, MPICH */
 #if defined(OPEN_MPI) || defined(MPICH)
 #include <stdlib.h>
-#include "stage/requests.h"
+#include "entry/requests.h"
 #include "fortran.h"
 
 static void set_ierr(MPI_Fint *ierr, int rc)

@@ -1,11 +1,11 @@
 /* The entry points of MPI_Allreduce's non-blocking and persistent forms
  * and of the calls that complete, start and free requests: each calls one
- * of har's internals (src/collectives.h, src/stage/requests.h), the
+ * of har's internals (src/entry/collectives.h, src/entry/requests.h), the
  * all-reduce's in both its int and (MPI 4) its large-count bindings; nothing
  * else lives here. The completion calls must be har's too, or a staged
  * request's results would never reach the device. */
-#include "collectives.h"
-#include "stage/requests.h"
+#include "entry/collectives.h"
+#include "entry/requests.h"
 
 #include "export.h"
 

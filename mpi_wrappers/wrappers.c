@@ -1,6 +1,6 @@
 /* The MPI entry points har replaces. Each one calls the MPI's own PMPI_
  * version and har's internals; nothing else lives here. */
-#include "entry.h"
+#include "entry/entry.h"
 
 #include "export.h"
 

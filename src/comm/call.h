@@ -10,7 +10,7 @@
  * node (the arrival) and set engines up (collective on the node). On a
  * failure the communicator is failed for good (see har_comm_fail). */
 HAR_HIDDEN har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan);
-/* Carries a plan out on its engine (not the MPI: entry.c forwards). */
+/* Carries a plan out on its engine (not the MPI: entry/entry.c forwards). */
 HAR_HIDDEN har_status_t har_comm_run(har_comm_t *c, const har_call_t *call, har_plan_t *plan);
 /* The call har_comm_plan began has ended (run, forwarded or failed). */
 HAR_HIDDEN void har_comm_done(void);
@@ -24,7 +24,7 @@ HAR_HIDDEN void har_comm_done(void);
  * arguments also on ranks that stopped because another rank found them). */
 HAR_HIDDEN har_status_t har_comm_fail(har_comm_t *c, har_status_t st);
 /* A non-blocking call (MPI_Iallreduce) har serves itself, started and
- * owned by its request (stage/requests.c) until it ends and is freed. */
+ * owned by its request (entry/requests.c) until it ends and is freed. */
 typedef struct har_pending har_pending_t;
 /* Plans a non-blocking call. har serves it where its plan goes ahead on an
  * engine that can start calls, on a communicator already set up for its

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "comm/call.h"
-#include "comm/share.h"
+#include "node/share.h"
 #include "core/log.h"
 #include "core/test.h"
 #include "inter/inter.h"

@@ -4,7 +4,7 @@
 #ifndef HAR_STATE_H
 #define HAR_STATE_H
 
-#include "engine.h"
+#include "engines/engine.h"
 
 typedef struct {
     void *impl;

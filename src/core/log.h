@@ -32,7 +32,7 @@ HAR_HIDDEN void har_warn_once(har_once_t *once, const char *fmt, ...) __attribut
 /* The details of a failure, said once: the function that finds the cause
  * notes it (the first note of a thread stands until taken), and whoever
  * records the failure takes it into the one message that says it, on every
- * rank that stops for it (comm/failure.c), or into the warning of a set-up
+ * rank that stops for it (node/failure.c), or into the warning of a set-up
  * that fails. */
 HAR_HIDDEN void har_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The note ("" if none), which is then cleared. */

@@ -4,10 +4,10 @@
  * engine serves it, or the MPI.
  *
  * The engines, one line each: X(id, name, built, doc). `built` is 1 where
- * this build has the engine (its folder defines har_engine_<name>: see
- * engine.h); its name is known in every build, so that tables and settings
- * read alike everywhere. Adding an engine: its line here, its folder, its
- * tests. */
+ * this build has the engine (its file in src/engines/, listed in Makefile.am,
+ * defines har_engine_<name>: see engines/engine.h); its name is known in
+ * every build, so that tables and settings read alike everywhere. Adding an
+ * engine: its line here, its file, its tests. */
 #ifndef HAR_PATHS_H
 #define HAR_PATHS_H
 
@@ -28,7 +28,7 @@
 /* The test build's engine, which shows what adding one takes. */
 #ifdef HAR_TEST_HOOKS
 #define HAR_TEST_ENGINE_LIST(X) \
-    X(FAKE, fake, 1, "test build: every rank gathers every input and reduces it alone (src/fake/fake_engine.c)")
+    X(FAKE, fake, 1, "test build: every rank gathers every input and reduces it alone (src/engines/fake_engine.c)")
 #else
 #define HAR_TEST_ENGINE_LIST(X)
 #endif

@@ -1,6 +1,7 @@
 /* The element types and ops har reduces, as codes that mean the same in
  * every process (MPI handles do not) and in CUDA code: the host reduction,
- * the plan, the kernels and NCCL's mapping share them. Plain C, no MPI. */
+ * the plan, the kernels and NCCL's mapping share them; and where a buffer
+ * lives. Plain C, no MPI. */
 #ifndef HAR_TYPES_H
 #define HAR_TYPES_H
 
@@ -11,5 +12,8 @@ typedef enum {
     HAR_OP_BAND, HAR_OP_BOR, HAR_OP_BXOR, HAR_OP_LAND, HAR_OP_LOR, HAR_OP_LXOR
 } har_opcode_t;
 #define HAR_OP_BIT(op) (1u << HAR_OP_##op)
+
+/* Where a buffer lives (cuda/mem.h finds it out). */
+typedef enum { HAR_MEM_HOST = 0, HAR_MEM_DEVICE = 1, HAR_MEM_MANAGED = 2 } har_mem_kind_t;
 
 #endif

@@ -10,8 +10,7 @@
 #define HAR_MEM_H
 
 #include "core/status.h"
-
-typedef enum { HAR_MEM_HOST = 0, HAR_MEM_DEVICE = 1, HAR_MEM_MANAGED = 2 } har_mem_kind_t;
+#include "core/types.h"
 
 /* The kind of memory at p and, for device and managed memory, the GPU that
  * holds it (ordinal in this process's numbering; -1 for host memory). One

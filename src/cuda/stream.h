@@ -3,7 +3,7 @@
 #ifndef HAR_STREAM_H
 #define HAR_STREAM_H
 
-#include "comm/node.h"
+#include "node/node.h"
 
 /* The GPU an engine works on for one call, and what to put back. */
 typedef struct {

@@ -6,7 +6,7 @@
 #ifndef HAR_SURVEY_H
 #define HAR_SURVEY_H
 
-#include "comm/node.h"
+#include "node/node.h"
 #include "cuda/mem.h"
 #include "plan/tuning.h"
 
@@ -42,7 +42,7 @@ typedef struct {
 } har_gpu_api_t;
 #ifdef HAR_TEST_HOOKS
 /* HAR_TEST_GPUS=FILE: fills `api` with the machine described in FILE, as
- * this process sees it (src/fake/gpus.c, which gives the format),
+ * this process sees it (src/cuda/survey_recorded.c, which gives the format),
  * and returns 1; 0 when the variable is unset. */
 HAR_HIDDEN int har_gpu_recorded(har_gpu_api_t *api);
 #endif

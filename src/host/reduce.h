@@ -11,7 +11,7 @@ typedef void (*har_reduce_fn)(void *restrict inout, const void *restrict in, siz
 typedef struct {
     har_reduce_fn fn;        /* NULL: har does not serve this (type, op) */
     size_t elem_size;
-    int dev_type, dev_op;    /* the kernels' codes (cuda/kernels.h); HAR_DT_NONE if no kernel serves the type */
+    int dev_type, dev_op;    /* the kernels' codes (engines/ipc_kernels.h); HAR_DT_NONE if no kernel serves the type */
     /* What ranks must agree on, as numbers that mean the same in every
      * process (MPI handles are addresses that differ between them): the
      * element's kind, width and signedness; the op is dev_op (HAR_OP_*). */

@@ -8,7 +8,7 @@
  * else by size: har_plan_inter). A transport says which memory it takes: a
  * device engine hands one that takes device memory its shard as it is,
  * and otherwise pipelines its own copies through pinned host memory beside
- * its kernels (cuda/ipc.c), which only it can overlap. The call's
+ * its kernels (engines/ipc_engine.c), which only it can overlap. The call's
  * header (what every rank calls, checked on receipt) and HAR_CHECK's sums
  * travel in host memory whatever the data's kind. Every node runs the same
  * transport on the same blocks, whatever engine it uses: the plan's choice
@@ -17,7 +17,9 @@
 #ifndef HAR_INTER_H
 #define HAR_INTER_H
 
-#include "engine.h"
+#include "cuda/mem.h"
+#include "node/allreduce.h"
+#include "node/node.h"
 
 /* One block, in place in `data`; or, for the ring only, streamed (the
  * plan's har_plan_t.streamed): read from `in` and written to `out`, the

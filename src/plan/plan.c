@@ -24,7 +24,7 @@ void har_settings_from(const har_config_t *cfg, har_settings_t *s)
     s->device_slot_bytes = (s->device_slot_bytes + 4095) / 4096 * 4096;
     s->device_push_max = s->device_push_max / 64 * 64;  /* whole shard units */
     /* A call that goes ahead fits one device slot: a rank that joins it from
-     * elsewhere stages it whole (src/cuda/ipc.c). */
+     * elsewhere stages it whole (src/engines/ipc_engine.c). */
     if (s->device_ahead_max > s->device_slot_bytes) s->device_ahead_max = s->device_slot_bytes;
     if (s->ring_segment < 0) s->ring_segment = HAR_RING_SEGMENT_AUTO;
     static const int inter_paths[] = {HAR_INTER_AUTO, HAR_PATH_RING, HAR_PATH_DOUBLING,

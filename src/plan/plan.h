@@ -54,7 +54,7 @@ typedef struct {
 /* Everything but the table, from a configuration's values. */
 HAR_HIDDEN void har_settings_from(const har_config_t *cfg, har_settings_t *s);
 
-/* What an engine can serve, as its descriptor (engine.h) states it: every
+/* What an engine can serve, as its descriptor (engines/engine.h) states it: every
  * rule the plan applies to it. What only its set-up can find out (peer
  * access, MPS, a library that loads) the node agrees on there. */
 enum { HAR_TAKES_HOST = 1, HAR_TAKES_DEVICE = 2 };

@@ -1,7 +1,7 @@
 /* Staging device buffers through host memory, for an MPI that cannot take
  * device memory in a call: the one place har does it (the all-reduce it
  * hands to the MPI, the other collectives, and their non-blocking and
- * persistent forms, whose requests src/stage/requests.c finishes).
+ * persistent forms, whose requests src/entry/requests.c finishes).
  *
  * A call has at most two buffers (its send and its receive side). Each that
  * holds device memory and matters on this rank gets a span: the bytes the
@@ -115,7 +115,7 @@ HAR_HIDDEN int har_stage_finish(har_stage_t *s, int rc);
 /* The error code of a failed plan or copy, through the handler of comm. */
 HAR_HIDDEN int har_stage_error(const har_stage_t *s);
 
-/* The MPI's own all-reduce on staged buffers (entry.c's forward()). */
+/* The MPI's own all-reduce on staged buffers (entry/entry.c's forward()). */
 HAR_HIDDEN int har_stage_allreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
                                    MPI_Comm comm, har_mem_kind_t in_kind, har_mem_kind_t out_kind,
                                    har_binding_t binding);

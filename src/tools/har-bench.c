@@ -74,16 +74,16 @@
 #include <string.h>
 #include <time.h>
 #include "core/config.h"
-#include "engine.h"
+#include "engines/engine.h"
 #ifdef OPEN_MPI
 #include <mpi-ext.h> /* OMPI_HAVE_MPI_EXT_PCOLLREQ: MPIX_Allreduce_init */
 #endif
 #include "plan/derive.h"
 #ifdef HAR_BENCH_CUDA
 #include <cuda_runtime.h>
-#include "nccl/nccl_api.h"
+#include "engines/nccl_api.h"
 #ifdef HAR_HAVE_KERNELS
-#include "cuda/kernels.h"
+#include "engines/ipc_kernels.h"
 #define HAR_BENCH_FLOOR 1
 #endif
 #endif
@@ -100,7 +100,7 @@ typedef enum {
     RUN_HAR_ENQUEUE
 } run_t;
 
-#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)  /* as src/collectives.h */
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)  /* as src/entry/collectives.h */
 #define ALLREDUCE_INIT MPI_Allreduce_init
 #elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
 #define ALLREDUCE_INIT MPIX_Allreduce_init

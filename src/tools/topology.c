@@ -19,12 +19,12 @@
 #include <unistd.h>
 #include "comm/state.h"
 #include "core/log.h"
-#include "engine.h"
-#include "nccl/nccl_api.h"
+#include "engines/engine.h"
+#include "engines/nccl_api.h"
 #include "tools/tools.h"
 #ifdef HAR_HAVE_KERNELS
 #include <cuda_runtime_api.h>
-#include "cuda/kernels.h"
+#include "engines/ipc_kernels.h"
 #endif
 
 typedef struct {

@@ -5,7 +5,7 @@
 // in place of NVLink's. For comparing two versions of kernels.cu side by
 // side where no second GPU is lent; not part of the suite.
 //
-//   nvcc -std=c++17 -O3 -arch=sm_90 -Isrc -o kp tests/gpu/kernel_pair.cu src/cuda/kernels.cu
+//   nvcc -std=c++17 -O3 -arch=sm_90 -Isrc -o kp tests/gpu/kernel_pair.cu src/engines/ipc_kernels.cu
 //   ./kp            prints: bytes one_shot|two_shot us per call (200 calls back
 //                   to back, median of 7 such runs)
 #include <algorithm>
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 #include <cuda_runtime.h>
-#include "cuda/kernels.h"
+#include "engines/ipc_kernels.h"
 
 #define CHECK(x)                                                                        \
     do {                                                                                \

@@ -23,7 +23,7 @@
 //   res_query_xchg res_xchg after cudaStreamQuery(cudaStreamLegacy): a
 //                resident design that keeps the legacy stream's order
 //   xchg_4x512   launch_xchg with har's push grid (4 blocks of 512 threads)
-//   push_BxT     har's own push kernel (src/cuda/kernels.cu), float sum
+//   push_BxT     har's own push kernel (src/engines/ipc_kernels.cu), float sum
 //                of 4 B, B blocks of T threads, the host spinning on its
 //                done flags: what har's launched call costs without har's
 //                host steps
@@ -44,13 +44,13 @@
 #include <algorithm>
 #include <vector>
 
-#include "cuda/kernels.h"
+#include "engines/ipc_kernels.h"
 #include "plan/shard.h"
 #include <type_traits>
 // har's kernels, for the push modes (their launchers left out).
 namespace harkernels {
 #define HAR_KERNELS_ONLY
-#include "cuda/kernels.cu"
+#include "engines/ipc_kernels.cu"
 }
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
@@ -136,7 +136,7 @@ static const char *names[] = {"none", "shm", "floor", "launch_flag", "launch_xch
                               "har_16k", "floor_again", "push_4x512_64k", "har_64k", "push_1x32_stamp",
                               "push_4x512_stamp"};
 
-// har's push kernels' state, laid out as src/cuda/ipc.c lays it out.
+// har's push kernels' state, laid out as src/engines/ipc_engine.c lays it out.
 static char *push_seg[16];            // every rank's push area, as mapped here
 static size_t push_parity;            // bytes per call parity
 static const size_t push_region = 64 << 10;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Device buffers in the calls har stages for an MPI that cannot take them:
 # every wrapped collective, blocking and non-blocking (tests/mpi/
-# collectives.c --device: results, gaps, holes and non-roots' buffers
+# entry/collectives.c --device: results, gaps, holes and non-roots' buffers
 # checked, every call counted as *_staged), and MPI_Iallreduce and the
 # persistent all-reduce several in flight, completed by every completion
 # call in a random order, beside point-to-point requests, threads included

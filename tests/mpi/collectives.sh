@@ -16,7 +16,7 @@ seed=$(test_seed)
 echo "# seed $seed"
 "${MPICC:-mpicc}" -o "$tmp/relinked" "$top_srcdir/tests/mpi/collectives.c" -L"$top_builddir/.libs" -lhar \
     -Wl,-rpath,"$top_builddir/.libs" -ldl > "$tmp/cc" 2>&1
-tap_result $? "collectives.c relinks with -lhar" "$tmp/cc"
+tap_result $? "entry/collectives.c relinks with -lhar" "$tmp/cc"
 for np in 1 3 4; do
     check "$np ranks: without har" $mpi $np "$plain" --seed $seed
     check "$np ranks: LD_PRELOAD=libhar.so, every call through har's wrapper, none staged" \
@@ -37,7 +37,7 @@ else
     tap_skip "$large_plain" "this MPI ($MPI_FLAVOUR) has no large-count bindings"
     tap_skip "$large_staged" "this MPI ($MPI_FLAVOUR) has no large-count bindings"
 fi
-# MPI_Allreduce's own staging (entry.c's forward()) is the same module's
+# MPI_Allreduce's own staging (entry/entry.c's forward()) is the same module's
 # (signed types only: the MPIs' own bugs on 8/16-bit sums and unsigned
 # min/max, in the README, are not the staging's).
 check "MPI_Allreduce handed to the MPI (HAR_MAX_BYTES=0), HAR_TEST_STAGE=1: staged, every result right" \

@@ -55,7 +55,7 @@ check "np 4, 4 KiB slots: many chunks per call, every communicator" \
     env HAR_SLOT_BYTES=4K $mpi 4 "$prog" --counts 1,1000,65537 --expect host_segment
 check "np 2, two-shot, 3 reduction threads per rank (results must not change)" \
     env HAR_ONE_SHOT_MAX=0 HAR_REDUCE_THREADS=3 HAR_SLOT_BYTES=4M $mpi 2 "$prog" --counts 300001,1000003 --expect two_shot --comms 2
-# The test build's fake engine (src/fake/): registered by its line in
+# The test build's fake engine (src/engines/fake_engine.c): registered by its line in
 # src/core/paths.h alone, served only when forced, never otherwise.
 check "np 3, HAR_ALGO=fake: the test build's fake engine serves every type and op" \
     env HAR_ALGO=fake HAR_REQUIRE_PATH=fake $mpi 3 "$prog" --counts 1,7,1000,65537 --expect fake --comms 3 --no-mpi-cases

@@ -42,7 +42,7 @@
 #include <mpi-ext.h>
 #endif
 
-#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)  /* as src/collectives.h */
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)  /* as src/entry/collectives.h */
 #define ALLREDUCE_INIT MPI_Allreduce_init
 #elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
 #define ALLREDUCE_INIT MPIX_Allreduce_init

@@ -1,4 +1,4 @@
-/* What tests/mpi/requests.c and collectives.c share: buffers in host or
+/* What tests/mpi/requests.c and entry/collectives.c share: buffers in host or
  * device memory (--device, built with HAR_TEST_CUDA), har's counters by
  * name (linked with the test build, HAR_LINKED; otherwise looked up in the
  * process, where LD_PRELOAD or -lhar put them, or absent without har), a

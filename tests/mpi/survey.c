@@ -1,7 +1,7 @@
 /* The device survey (src/cuda/survey.c) on a recorded machine: every rank
  * surveys its node's GPUs from the description in HAR_TEST_GPUS (the test
  * build reads it in the driver's and NVML's place; format in
- * src/fake/gpus.c), with a node context made as har-info makes one, and
+ * src/cuda/survey_recorded.c), with a node context made as har-info makes one, and
  * checks what the node agreed against the values the caller expects for
  * that machine. Every rank must find them, and every rank of a node the
  * same GPUs.

@@ -1,4 +1,7 @@
 #!/bin/sh
+# The folders keep their layers (src/LAYERS, lowest first): every
+# #include "..." of src/ and mpi_wrappers/ names a header of the includer's
+# layer or a lower one, and every folder of src/ has its layer.
 # No two source files of the installed library call into each other in a
 # loop, directly or through others: from the object files' defined and
 # undefined symbols, a file depends on every file that defines a symbol it
@@ -22,4 +25,34 @@ tap_result $? "the library's source files depend on each other without a loop" "
 head -1 "$tmp/edges" | awk '{ print $2, $1 }' | cat "$tmp/edges" - > "$tmp/looped"
 ! tsort "$tmp/looped" > /dev/null 2>&1
 tap_result $? "the same check finds a loop made by turning one dependency round" "$tmp/looped"
+
+# include_arrows LAYERS ROOT: "FILE -> HEADER (from layer to layer)" for each
+# include that runs up the order; "unlisted FOLDER" for a folder of
+# ROOT/src with no layer, or a source file outside the folders.
+include_arrows() {
+    awk '!/^#/ && NF { n++; for (i = 1; i <= NF; i++) print $i, n }' "$1" > "$tmp/layer_of"
+    (cd "$2" && find src mpi_wrappers -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort |
+        while read -r f; do
+            grep -o '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*"' "$f" | sed 's/.*"\(.*\)"/\1/' |
+                while read -r h; do echo "$f $h"; done
+            [ -n "$(grep -o '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f")" ] || echo "$f -"
+        done) |
+    awk 'NR == FNR { layer[$1] = $2; next }
+         { f = $1; d = f; sub(/^src\//, "", d); sub(/\/[^\/]*$/, "", d)
+           if (!(d in layer)) { if (!(d in said)) print "unlisted " d; said[d] = 1; next }
+           if ($2 == "-" || $2 ~ /^har(_version)?\.h$/) next
+           h = $2; hd = h; if (hd ~ /\//) sub(/\/.*$/, "", hd); else hd = d
+           if (!(hd in layer)) { print f " -> " h " (no layer)"; next }
+           if (layer[hd] > layer[d]) print f " -> " h " (" d ", layer " layer[d] ", includes " hd ", layer " layer[hd] ")" }' \
+        "$tmp/layer_of" -
+}
+include_arrows "$top_srcdir/src/LAYERS" "$top_srcdir" > "$tmp/arrows"
+{ echo "includes that run up src/LAYERS or folders without a layer:"; cat "$tmp/arrows"; } > "$tmp/out"
+[ ! -s "$tmp/arrows" ] && [ "$(wc -l < "$tmp/layer_of")" -ge 10 ]
+tap_result $? "no include runs up the layers of src/LAYERS, and every folder has one" "$tmp/out"
+# The check itself: with two layers swapped (core last), it finds arrows.
+awk '!/^#/ && NF && $1 != "core"' "$top_srcdir/src/LAYERS" > "$tmp/swapped"; echo core >> "$tmp/swapped"
+include_arrows "$tmp/swapped" "$top_srcdir" > "$tmp/arrows2"
+grep -q 'includes core' "$tmp/arrows2"
+tap_result $? "the same check finds the includes of core made to run up" "$tmp/arrows2"
 done_testing

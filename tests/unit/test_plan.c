@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "core/types.h"
-#include "engine.h"
+#include "engines/engine.h"
 #include "plan/derive.h"
 #include "plan/plan.h"
 

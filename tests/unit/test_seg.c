@@ -1,4 +1,4 @@
-/* Fork-based test of the node segment (src/host/segment.h: segment.c,
+/* Fork-based test of the node segment (src/node/segment.h: segment.c,
  * sync.c), which is MPI-free so that plain processes can drive it.
  *
  *  happy    4 processes run the two-shot protocol of the host engine for
@@ -20,7 +20,7 @@
  *           wait that is no exchange as left, and the time-out still holds.
  *  named    the fallback's named segment left by a creator that died before
  *           unlinking it is removed by har_seg_clean; a live one is not.
- *  records  har_node_records_differ (comm/failure.c), as a rank testing a
+ *  records  har_node_records_differ (node/failure.c), as a rank testing a
  *           call gone ahead runs it: a peer's record of the same call that
  *           differs is found; one not yet posted and one of a later call
  *           (the peer ended this one: non-blocking calls run two ahead) are
@@ -43,10 +43,10 @@
 #include <time.h>
 #include <unistd.h>
 #include "plan/plan.h"
-#include "comm/node.h"
-#include "comm/failure.h"
+#include "node/node.h"
+#include "node/failure.h"
 #include "core/log.h"
-#include "host/segment.h"
+#include "node/segment.h"
 #include "host/reduce.h"
 
 #define MAX_CHILDREN 4

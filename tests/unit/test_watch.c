@@ -1,4 +1,4 @@
-/* The death watch's handshake across nodes (comm/watch.c) and the keyed
+/* The death watch's handshake across nodes (node/watch.c) and the keyed
  * hash under it (core/secret.c), between forked processes over loopback:
  * two neighbours join and see each other die or leave; a stranger that
  * connects first, or that answers at a neighbour's address, is never taken
@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "comm/watch.h"
+#include "node/watch.h"
 #include "core/secret.h"
 #include "unit.h"
 

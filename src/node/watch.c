@@ -8,9 +8,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include "comm/watch.h"
+#include "node/watch.h"
 #include "core/log.h"
-#include "host/segment.h"
+#include "node/segment.h"
 
 #define HELLO_MAGIC 0x68617277u  /* "harw" */
 #define ACK 'A'

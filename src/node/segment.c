@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "core/log.h"
-#include "host/segment.h"
+#include "node/segment.h"
 
 #define SEG_MAGIC 0x6861722d73656732ull  /* "har-seg2" */
 #define NAMED_PREFIX "har-"             /* the fallback's names in /dev/shm */

@@ -1,5 +1,5 @@
 /* The collectives other than MPI_Allreduce, and MPI_Allreduce's
- * non-blocking and persistent forms (collectives.h): counted, and staged
+ * non-blocking and persistent forms (entry/collectives.h): counted, and staged
  * through host memory where a buffer is device memory the MPI cannot take.
  *
  * Host buffers go to the MPI untouched after one memory-kind query per
@@ -7,11 +7,11 @@
  * which rank, MPI_IN_PLACE and the spans are the plans' (src/stage/), and
  * a call whose arguments a plan does not judge goes to the MPI untouched,
  * which reports them as it always does. */
-#include "collectives.h"
+#include "entry/collectives.h"
 #include "core/log.h"
 #include "cuda/mem.h"
-#include "entry.h"
-#include "stage/requests.h"
+#include "entry/entry.h"
+#include "entry/requests.h"
 
 /* What the MPI must do with device memory for the call to reach it as is. */
 enum { NEED_P2P, NEED_REDUCE };

@@ -13,8 +13,8 @@
 #include "core/log.h"
 #include "core/types.h"
 #include "cuda/stream.h"
-#include "engine.h"
-#include "nccl/nccl_api.h"
+#include "engines/engine.h"
+#include "engines/nccl_api.h"
 
 /* NCCL is loaded once per process, on first use. */
 static struct {

@@ -17,7 +17,7 @@
 #include <string.h>
 #include "core/log.h"
 #include "core/test.h"
-#include "engine.h"
+#include "engines/engine.h"
 #include "host/check.h"
 #include "inter/inter.h"
 

@@ -3,7 +3,7 @@
 #ifndef HAR_SHARE_H
 #define HAR_SHARE_H
 
-#include "comm/node.h"
+#include "node/node.h"
 
 /* Collective on the node. HAR_OK with node->seg mapped on every local rank
  * and *ok = 1; HAR_OK with *ok = 0 on every local rank and nothing mapped

@@ -31,7 +31,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
-#include "comm/share.h"
+#include "node/share.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/secret.h"

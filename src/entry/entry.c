@@ -10,15 +10,15 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collectives.h"
+#include "entry/collectives.h"
 #include "comm/call.h"
 #include "core/log.h"
 #include "core/test.h"
-#include "entry.h"
-#include "stage/requests.h"
+#include "entry/entry.h"
+#include "entry/requests.h"
 #include "stage/stage.h"
 
-/* The paths, then two per collective har wraps (collectives.h): every call,
+/* The paths, then two per collective har wraps (entry/collectives.h): every call,
  * and the calls staged on this rank. */
 #define HAR_COUNTERS (HAR_PATH_COUNT + 2 * HAR_COLL_COUNT)
 static unsigned long long counters[HAR_COUNTERS];

@@ -2,14 +2,14 @@
  * communicator and its node, the node's internal communicators, the host
  * segment, and rank 0's settings. Engines take this, not the whole
  * per-communicator state. Every wait that involves peers, and every
- * failure, goes through comm/failure.h. */
+ * failure, goes through node/failure.h. */
 #ifndef HAR_NODE_H
 #define HAR_NODE_H
 
 #include <sys/types.h>
 #include "core/status.h"
-#include "host/segment.h"
-#include "comm/watch.h"
+#include "node/segment.h"
+#include "node/watch.h"
 #include "plan/plan.h"
 
 /* Local ranks a node segment serves; larger nodes go to the MPI. */
@@ -58,6 +58,6 @@ typedef struct har_node {
     har_failure_t *early;           /* the failure, while no segment holds it (before, or after a failed set-up) */
 } har_node_t;
 
-#include "comm/failure.h"
+#include "node/failure.h"
 
 #endif

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include "comm/call.h"
 #include "core/log.h"
-#include "stage/requests.h"
+#include "entry/requests.h"
 
 /* ACTIVE: the MPI works on the host copies (har's own: har's call runs).
  * DONE: the results are back on the device (MPI_Request_get_status saw it

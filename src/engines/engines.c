@@ -1,7 +1,7 @@
 /* The engines built here, from paths.h's list: the one place that names
- * them all (engine.h). An engine's `built` flag (1 or 0) picks the line. */
+ * them all (engines/engine.h). An engine's `built` flag (1 or 0) picks the line. */
 #include <pthread.h>
-#include "engine.h"
+#include "engines/engine.h"
 
 #define HAR_CAT(a, b) HAR_CAT_(a, b)
 #define HAR_CAT_(a, b) a##b

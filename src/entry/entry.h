@@ -24,7 +24,7 @@ HAR_HIDDEN int har_allreduce_count(const void *sbuf, void *rbuf, har_count_t cou
 HAR_HIDDEN int har_iallreduce_start(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
                                     MPI_Comm comm, MPI_Request *req, int *rc);
 
-/* The persistent all-reduce (stage/requests.c keeps its request). At its
+/* The persistent all-reduce (entry/requests.c keeps its request). At its
  * making: in *call the call described once for every start, or NULL
  * where har cannot serve it (every start is the MPI's: a decision every
  * rank makes alike). MPI_ERR_NO_MEM when the description cannot be kept:

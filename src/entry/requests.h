@@ -16,7 +16,7 @@
 #ifndef HAR_REQUESTS_H
 #define HAR_REQUESTS_H
 
-#include "entry.h"
+#include "entry/entry.h"
 #include "stage/stage.h"
 
 /* Entries in the table (read without the lock: only whether it is 0). */
@@ -61,7 +61,7 @@ HAR_HIDDEN int har_staged_waitsome(int n, MPI_Request reqs[], int *outcount, int
 HAR_HIDDEN int har_staged_testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]);
 HAR_HIDDEN int har_staged_request_get_status(MPI_Request req, int *flag, MPI_Status *status);
 HAR_HIDDEN int har_staged_request_free(MPI_Request *req);
-/* own_start: whether har serves a start (entry.h's har_persistent_start,
+/* own_start: whether har serves a start (entry/entry.h's har_persistent_start,
  * which the entry points pass: the table does not call up into the
  * entry). */
 typedef har_start_t (*har_start_own_t)(const struct har_call *call, MPI_Comm comm, struct har_pending **pending,

@@ -15,7 +15,7 @@
 #include <sched.h>
 #include <string.h>
 #include <time.h>
-#include "host/segment.h"
+#include "node/segment.h"
 
 #define SPINS 2000
 #define YIELDS 200

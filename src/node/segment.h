@@ -4,7 +4,7 @@
  * The segment is anonymous memory (memfd_create): it never has a name, so
  * nothing of it can outlive its last user, whatever the moment of death.
  * Local rank 0 makes it and passes the file descriptor to its peers
- * (comm/share.c). Where that cannot be done, a named segment in /dev/shm is
+ * (node/share.c). Where that cannot be done, a named segment in /dev/shm is
  * the fallback: its creator holds its liveness lock from the moment the
  * name exists, the name goes as soon as every rank has mapped it, and a
  * named segment whose locks nobody holds is stale (har_seg_clean). */

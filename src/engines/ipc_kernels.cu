@@ -15,7 +15,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <type_traits>
-#include "cuda/kernels.h"
+#include "engines/ipc_kernels.h"
 #include "plan/shard.h"
 
 namespace {

@@ -44,9 +44,9 @@
 #include <cuda_runtime_api.h>
 #include "core/config.h"
 #include "core/log.h"
-#include "cuda/kernels.h"
+#include "engines/ipc_kernels.h"
 #include "cuda/stream.h"
-#include "engine.h"
+#include "engines/engine.h"
 #include "inter/inter.h"
 
 /* What the kernels and the host tell each other in host memory: per

@@ -3,50 +3,14 @@
  * that the plan, the counters, HAR_ALGO, HAR_REQUIRE_PATH, har-bench,
  * har-info and the tests need is in it or in its line of paths.h's
  * HAR_ENGINE_LIST. The MPI itself is the one plan target that is no engine
- * here: forwarding lives in entry.c. */
+ * here: forwarding lives in entry/entry.c. */
 #ifndef HAR_ENGINE_H
 #define HAR_ENGINE_H
 
-#include "comm/node.h"
+#include "node/allreduce.h"
+#include "node/node.h"
 #include "cuda/mem.h"
 #include "cuda/survey.h"
-#include "host/reduce.h"
-
-/* One all-reduce, as this rank sees it. */
-typedef struct har_call {
-    const char *in;                 /* == out for MPI_IN_PLACE */
-    char *out;
-    size_t count;
-    uint64_t bytes;
-    har_reduce_t red;
-    MPI_Datatype type;
-    MPI_Op op;
-    har_mem_kind_t in_kind, out_kind;
-    int gpu;                        /* ordinal here of the GPU holding both buffers, or -1 */
-    int cuda;                       /* the application has loaded libcuda */
-    har_buffers_t bad;              /* this rank's buffers cannot be used: the node fails the call at its arrival */
-    /* The arrival (comm/call.c) carried the first chunk's input into the
-     * host slot of this rank / of every local rank (an engine's preload). */
-    int loaded_me, loaded_all;
-    int beside;                     /* another call of this process was in progress when it began (comm/call.c) */
-} har_call_t;
-
-/* What ranks must agree on about a call (and its number on the
- * communicator), as the arrival and the ring's header carry it. */
-static inline void har_arrival_of(har_arrival_t *a, const har_call_t *call, uint64_t no)
-{
-    a->call = (uint32_t)no;
-    a->count = call->count;
-    a->type = call->red.type_code;
-    a->op = (int8_t)call->red.dev_op;
-    a->bad = call->bad;
-}
-
-/* "count 12 int32 sum (call 3)", for messages. */
-static inline const char *har_arrival_text(const har_arrival_t *a, char *buf, size_t len)
-{
-    return har_reduce_text(a->count, a->type, a->op, a->call, buf, len);
-}
 
 /* An engine on a communicator's node; set-up returns one of the last three. */
 typedef enum {
@@ -99,7 +63,7 @@ typedef struct har_engine {
 } har_engine_t;
 
 /* The engines built here, by path (NULL for the others and for paths that
- * are no engine): src/engines.c makes it from paths.h's list. */
+ * are no engine): src/engines/engines.c makes it from paths.h's list. */
 extern HAR_HIDDEN const har_engine_t *const har_engines[HAR_PATH_COUNT];
 /* Their traits, as the plan reads them. */
 HAR_HIDDEN const har_engine_set_t *har_engine_set(void);

@@ -1,4 +1,4 @@
-/* What the entry points of mpi_wrappers/requests.c and collectives.c call:
+/* What the entry points of mpi_wrappers/requests.c and entry/collectives.c call:
  * the collectives other than MPI_Allreduce, and MPI_Allreduce's
  * non-blocking and persistent forms. Each goes to the MPI untouched unless
  * one of its buffers is device memory that the MPI cannot take in that
@@ -33,7 +33,7 @@ typedef enum {
     HAR_COLL_COUNT
 } har_coll_t;
 
-/* entry.c: counts a call (staged: its name_staged counter), and makes sure
+/* entry/entry.c: counts a call (staged: its name_staged counter), and makes sure
  * har is set up (0: MPI is not initialised, or finalised). */
 HAR_HIDDEN void har_count_coll(har_coll_t coll, int staged);
 HAR_HIDDEN int har_entry_ready(void);

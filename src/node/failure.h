@@ -3,7 +3,7 @@
  * reported by another rank or node), and every failure, said once naming
  * the rank at fault by its rank in the communicator and in MPI_COMM_WORLD
  * and its host, and passed on to the other nodes (failure.c). Included by
- * comm/node.h, after the node context. */
+ * node/node.h, after the node context. */
 #ifndef HAR_FAILURE_H
 #define HAR_FAILURE_H
 

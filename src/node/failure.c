@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "comm/node.h"
+#include "node/node.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "host/reduce.h"
