@@ -11,12 +11,12 @@ rows() { grep -v '^#' "$1" | sed '/^ *$/d'; }
 expect_of() { echo "$1" | tr + ,; }  # a choice's paths, as --expect takes them
 
 # The shipped table and the committed --tuning CSVs agree.
-set -- "$top_srcdir"/docs/results/tuning/*.csv
+set -- "$top_srcdir"/src/plan/measurements/*.csv
 if [ -e "$1" ]; then "$info" --derive-tuning "$@" > "$tmp/derived" 2> "$tmp/out"; else : > "$tmp/derived"; fi
 rows "$tmp/derived" > "$tmp/derived.rows"
 rows "$top_srcdir/src/plan/tuning.txt" > "$tmp/shipped.rows"
 diff "$tmp/derived.rows" "$tmp/shipped.rows" >> "$tmp/out" 2>&1
-tap_result $? "src/plan/tuning.txt is what har-info --derive-tuning makes of docs/results/tuning/*.csv" "$tmp/out"
+tap_result $? "src/plan/tuning.txt is what har-info --derive-tuning makes of src/plan/measurements/*.csv" "$tmp/out"
 
 # A hand-written table for any machine ("*"), int (4-byte) elements.
 cat > "$tmp/table" <<'T'
