@@ -390,7 +390,7 @@ static unsigned waiting_engines(void)
  * the whole device (cudaFree), so for that peer's kernel of another
  * communicator, which waits for this rank, whose other thread is held
  * the same way: 4 threads a rank, each calling on its own communicator
- * with buffers made and freed per call, hung so (DESIGN-NOTES 59). A call
+ * with buffers made and freed per call, hung so (DESIGN.md note 62). A call
  * that waits at the arrival launches once every peer is in it, and by the
  * rule above it is then the only call of any of them on the kernels. Every rank
  * of a job asks for the same level in practice, so all decide alike (a

@@ -29,7 +29,7 @@
  * the cache, instead of the engine copying the whole vector into its slot
  * and out again. The MPI still never reads or writes the application's
  * memory: a receive that a failed call cannot cancel lands in har's
- * (DESIGN-NOTES 44). */
+ * (DESIGN.md note 44). */
 typedef struct {
     int path;                   /* the transport that carries it: the plan's (har_plan_t.inter) */
     char *data;                 /* n elements of the call's type */

@@ -104,7 +104,7 @@ hook_kill() {  # hook_kill VICTIM:POINT[:N] HOST [RANKS PER HOST [HOSTS]]
     cat "$tmp/log"
     grep -q "HAR_TEST_KILL: world rank $dead dies" "$tmp/log" && residue_ok "$tmp/log" "$victim" || return 1
     if [ "$launcher_kind" = orte ] && [ "$per" = 1 ]; then
-        # Its own MPI_Finalize may then wait for ever (DESIGN-NOTES 22):
+        # Its own MPI_Finalize may then wait for ever (DESIGN.md note 22):
         # the job ends by --timeout, after har's part.
         survivors "$tmp/log" "$dead" "rank $dead (world rank $dead, host $2) died (found by .*its connection across nodes"
     elif [ "$launcher_kind" = orte ]; then

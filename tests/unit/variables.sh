@@ -1,12 +1,12 @@
 #!/bin/sh
-# docs/CONFIGURATION.md's variable table is the one generated from har's table, and an
+# The README's variable table is the one generated from har's table, and an
 # unknown HAR_* name is warned about with the closest known one.
 . "$top_srcdir/tests/lib.sh"
 info="$top_builddir/har-info"
 "$info" --variables > "$tmp/table"
-sed -n '/<!-- variables:begin -->/,/<!-- variables:end -->/p' "$top_srcdir/docs/CONFIGURATION.md" | sed '1d;$d' > "$tmp/readme"
+sed -n '/<!-- variables:begin -->/,/<!-- variables:end -->/p' "$top_srcdir/README.md" | sed '1d;$d' > "$tmp/readme"
 cmp -s "$tmp/table" "$tmp/readme"
-tap_result $? "docs/CONFIGURATION.md variable table matches har-info --variables (scripts/update-variables regenerates it)"
+tap_result $? "the README's variable table matches har-info --variables (scripts/update-variables regenerates it)"
 env HAR_SLOT_BYTE=1 HAR_VERBOSE=1 $mpi 1 "$info" > "$tmp/out" 2>&1
 grep -q "unknown variable HAR_SLOT_BYTE ignored (did you mean HAR_SLOT_BYTES?)" "$tmp/out"
 tap_result $? "unknown HAR_SLOT_BYTE: warning names HAR_SLOT_BYTES" "$tmp/out"

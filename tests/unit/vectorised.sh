@@ -2,7 +2,7 @@
 # The host reductions are compiled to packed (SIMD) instructions: under
 # CFLAGS' -O2, which comes after har's -O3 on each command line, GCC 12
 # left them one element at a time until configure added its vectoriser
-# flags (DESIGN-NOTES 47). Reads the float and double sums of the
+# flags (DESIGN.md note 47). Reads the float and double sums of the
 # installed-to-be library; x86-64 only, and not a debug (-O0) build.
 . "$top_srcdir/tests/lib.sh"
 so="$top_builddir/.libs/libhar.so"
