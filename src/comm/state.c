@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "comm/call.h"
+#include "node/machine.h"
 #include "node/share.h"
 #include "core/log.h"
 #include "core/test.h"
@@ -262,30 +263,6 @@ static har_status_t settings_setup(har_comm_t *c)
     return st;
 }
 
-static char cpu_model[HAR_CLASS_LEN - 12] = "unknown_CPU";
-static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
-
-/* The CPU's model name as /proc/cpuinfo gives it, spaces as '_'. */
-static void read_cpu_model(void)
-{
-    char line[512];
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    while (f && fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) != 0 || !colon) continue;
-        colon[strcspn(colon, "\n")] = '\0';
-        har_class_word(colon + 1, cpu_model, sizeof cpu_model);
-        break;
-    }
-    if (f) fclose(f);
-}
-
-void har_host_class(int cores_per_rank, char *out, size_t len)
-{
-    pthread_once(&cpu_once, read_cpu_model);
-    snprintf(out, len, "%s/%d", cpu_model, cores_per_rank);
-}
-
 /* Who every local rank is, and the node's place: one exchange. */
 static har_status_t node_table(har_comm_t *c, MPI_Comm leaders)
 {
@@ -316,7 +293,7 @@ static har_status_t node_table(har_comm_t *c, MPI_Comm leaders)
         for (int r = 0; r < node->local_size; r++) node->peers[r] = all[r].peer;
         node->node = all[0].node;
         node->nnodes = all[0].nnodes;
-        har_host_class(all[0].cores, c->host_cls, sizeof c->host_cls);
+        har_cpu_class(all[0].cores, c->host_cls, sizeof c->host_cls);
     } else if (st == HAR_ERR_INTERNAL) {
         har_node_fail(node, st, -1, "set-up");
     }

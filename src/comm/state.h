@@ -47,10 +47,6 @@ HAR_HIDDEN void har_comm_finalize(void);
  * whether the set-up itself failed with peers involved (a death, a
  * time-out): then the caller fails the state for good (har_comm_fail). */
 HAR_HIDDEN har_comm_t *har_comm_get(MPI_Comm comm, const har_call_t *call, har_status_t *st);
-/* "CPU_MODEL/cores per rank": the class the tuning table's host rows are
- * keyed by (cores per rank: the cores this process may run on, shared by
- * the node's ranks). */
-HAR_HIDDEN void har_host_class(int cores_per_rank, char *out, size_t len);
 /* The state if it was made already; NULL otherwise (no MPI collective). */
 HAR_HIDDEN har_comm_t *har_comm_peek(MPI_Comm comm);
 

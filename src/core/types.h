@@ -13,7 +13,7 @@ typedef enum {
 } har_opcode_t;
 #define HAR_OP_BIT(op) (1u << HAR_OP_##op)
 
-/* Where a buffer lives (cuda/mem.h finds it out). */
+/* Where a buffer lives (cuda/driver.h finds it out). */
 typedef enum { HAR_MEM_HOST = 0, HAR_MEM_DEVICE = 1, HAR_MEM_MANAGED = 2 } har_mem_kind_t;
 
 #endif

@@ -2,7 +2,7 @@
 #include <sched.h>
 #include <cuda_runtime_api.h>
 #include "core/log.h"
-#include "cuda/mem.h"
+#include "cuda/driver.h"
 #include "cuda/stream.h"
 
 har_status_t har_gpu_check(int cuda_error, const char *what)

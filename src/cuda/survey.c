@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/log.h"
-#include "cuda/mem.h"
+#include "cuda/driver.h"
 #include "cuda/survey.h"
 
 void har_gpu_release(har_gpu_t *gpu)

@@ -7,7 +7,7 @@
 #define HAR_SURVEY_H
 
 #include "node/node.h"
-#include "cuda/mem.h"
+#include "cuda/driver.h"
 #include "plan/tuning.h"
 
 typedef struct {

@@ -9,7 +9,7 @@
 
 #include "node/allreduce.h"
 #include "node/node.h"
-#include "cuda/mem.h"
+#include "cuda/driver.h"
 #include "cuda/survey.h"
 
 /* An engine on a communicator's node; set-up returns one of the last three. */

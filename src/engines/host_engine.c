@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/test.h"
 #include "engines/engine.h"
+#include "engines/host_pool.h"
 #include "host/check.h"
 #include "inter/inter.h"
 

@@ -44,6 +44,8 @@
 #include <cuda_runtime_api.h>
 #include "core/config.h"
 #include "core/log.h"
+#include "host/numa.h"
+#include "node/machine.h"
 #include "engines/ipc_kernels.h"
 #include "cuda/stream.h"
 #include "engines/engine.h"

@@ -7,9 +7,11 @@
  * which rank, MPI_IN_PLACE and the spans are the plans' (src/stage/), and
  * a call whose arguments a plan does not judge goes to the MPI untouched,
  * which reports them as it always does. */
+#include <stdlib.h>
 #include "entry/collectives.h"
 #include "core/log.h"
-#include "cuda/mem.h"
+#include "cuda/mpi_cuda.h"
+#include "cuda/driver.h"
 #include "entry/entry.h"
 #include "entry/requests.h"
 
@@ -94,7 +96,7 @@ int har_iallreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype
         har_count_coll(HAR_COLL_IALLREDUCE, 0);
         return served;
     }
-    PLAN(HAR_COLL_IALLREDUCE, NEED_REDUCE, 1, sbuf, rbuf, har_plan_allreduce(&s, &a, sbuf, rbuf, count, type));
+    PLAN(HAR_COLL_IALLREDUCE, NEED_REDUCE, 1, sbuf, rbuf, har_stage_prepare_allreduce(&s, &a, sbuf, rbuf, count, type));
     STAGED_BUFFERS();
     int rc = BY_BINDING(PMPI_Iallreduce(sbuf, rbuf, I(count), type, op, comm, req),
                         PMPI_Iallreduce_c(sbuf, rbuf, count, type, op, comm, req));
@@ -118,7 +120,7 @@ int har_allreduce_init(const void *sbuf, void *rbuf, har_count_t count, MPI_Data
     int how = HAR_STAGE_UNTOUCHED;
     if (ask(HAR_COLL_ALLREDUCE_INIT, NEED_REDUCE, 1, &a, sbuf, rbuf, comm)) {
         a.copy_in = 0;
-        how = har_plan_allreduce(&s, &a, sbuf, rbuf, count, type);
+        how = har_stage_prepare_allreduce(&s, &a, sbuf, rbuf, count, type);
     }
     struct har_call *call = NULL;
     int no_mem = how != HAR_STAGE_FAILED &&
@@ -159,7 +161,7 @@ int har_allreduce_init(const void *sbuf, void *rbuf, har_count_t count, MPI_Data
 int har_bcast(void *buf, har_count_t count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *req,
               har_binding_t binding)
 {
-    PLAN(FORM(BCAST), NEED_P2P, req != NULL, buf, NULL, har_plan_bcast(&s, &a, buf, count, type, root));
+    PLAN(FORM(BCAST), NEED_P2P, req != NULL, buf, NULL, har_stage_prepare_bcast(&s, &a, buf, count, type, root));
     if (how == HAR_STAGE_STAGED) buf = S(HAR_SEND, buf);
     int rc = BY_FORM(Bcast, Ibcast, buf, count, type, root, comm);
     FINISH(rc);
@@ -169,7 +171,7 @@ int har_reduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype typ
                MPI_Comm comm, MPI_Request *req, har_binding_t binding)
 {
     PLAN(FORM(REDUCE), NEED_REDUCE, req != NULL, sbuf, rbuf,
-         har_plan_reduce(&s, &a, sbuf, rbuf, count, type, root));
+         har_stage_prepare_reduce(&s, &a, sbuf, rbuf, count, type, root));
     STAGED_BUFFERS();
     int rc = BY_FORM(Reduce, Ireduce, sbuf, rbuf, count, type, op, root, comm);
     FINISH(rc);
@@ -179,7 +181,7 @@ int har_allgather(const void *sbuf, har_count_t scount, MPI_Datatype stype, void
                   MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req, har_binding_t binding)
 {
     PLAN(FORM(ALLGATHER), NEED_P2P, req != NULL, sbuf, rbuf,
-         har_plan_allgather(&s, &a, sbuf, scount, stype, rbuf, rcount, NULL, rtype));
+         har_stage_prepare_allgather(&s, &a, sbuf, scount, stype, rbuf, rcount, NULL, rtype));
     STAGED_BUFFERS();
     int rc = BY_FORM(Allgather, Iallgather, sbuf, scount, stype, rbuf, rcount, rtype, comm);
     FINISH(rc);
@@ -189,7 +191,7 @@ int har_allgatherv(const void *sbuf, har_count_t scount, MPI_Datatype stype, voi
                    const void *displs, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req, har_binding_t binding)
 {
     PLAN(FORM(ALLGATHERV), NEED_P2P, req != NULL, sbuf, rbuf,
-         har_plan_allgather(&s, &a, sbuf, scount, stype, rbuf, 0, BLOCKS(rcounts, displs), rtype));
+         har_stage_prepare_allgather(&s, &a, sbuf, scount, stype, rbuf, 0, BLOCKS(rcounts, displs), rtype));
     STAGED_BUFFERS();
     int rc = BY_FORM(Allgatherv, Iallgatherv, sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm);
     FINISH(rc);
@@ -199,7 +201,7 @@ int har_reduce_scatter_block(const void *sbuf, void *rbuf, har_count_t rcount, M
                              MPI_Comm comm, MPI_Request *req, har_binding_t binding)
 {
     PLAN(FORM(REDUCE_SCATTER_BLOCK), NEED_REDUCE, req != NULL, sbuf, rbuf,
-         har_plan_reduce_scatter(&s, &a, sbuf, rbuf, rcount, NULL, type));
+         har_stage_prepare_reduce_scatter(&s, &a, sbuf, rbuf, rcount, NULL, type));
     STAGED_BUFFERS();
     int rc = BY_FORM(Reduce_scatter_block, Ireduce_scatter_block, sbuf, rbuf, rcount, type, op, comm);
     FINISH(rc);
@@ -209,7 +211,7 @@ int har_reduce_scatter(const void *sbuf, void *rbuf, const void *rcounts, MPI_Da
                        MPI_Comm comm, MPI_Request *req, har_binding_t binding)
 {
     PLAN(FORM(REDUCE_SCATTER), NEED_REDUCE, req != NULL, sbuf, rbuf,
-         har_plan_reduce_scatter(&s, &a, sbuf, rbuf, 0, BLOCKS(rcounts, NULL), type));
+         har_stage_prepare_reduce_scatter(&s, &a, sbuf, rbuf, 0, BLOCKS(rcounts, NULL), type));
     STAGED_BUFFERS();
     int rc = BY_FORM(Reduce_scatter, Ireduce_scatter, sbuf, rbuf, rcounts, type, op, comm);
     FINISH(rc);
@@ -219,7 +221,7 @@ int har_gather(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *r
                MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req, har_binding_t binding)
 {
     PLAN(FORM(GATHER), NEED_P2P, req != NULL, sbuf, rbuf,
-         har_plan_gather(&s, &a, sbuf, scount, stype, rbuf, rcount, NULL, rtype, root));
+         har_stage_prepare_gather(&s, &a, sbuf, scount, stype, rbuf, rcount, NULL, rtype, root));
     STAGED_BUFFERS();
     int rc = BY_FORM(Gather, Igather, sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
     FINISH(rc);
@@ -230,7 +232,7 @@ int har_gatherv(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *
                 har_binding_t binding)
 {
     PLAN(FORM(GATHERV), NEED_P2P, req != NULL, sbuf, rbuf,
-         har_plan_gather(&s, &a, sbuf, scount, stype, rbuf, 0, BLOCKS(rcounts, displs), rtype, root));
+         har_stage_prepare_gather(&s, &a, sbuf, scount, stype, rbuf, 0, BLOCKS(rcounts, displs), rtype, root));
     STAGED_BUFFERS();
     int rc = BY_FORM(Gatherv, Igatherv, sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm);
     FINISH(rc);
@@ -240,7 +242,7 @@ int har_scatter(const void *sbuf, har_count_t scount, MPI_Datatype stype, void *
                 MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req, har_binding_t binding)
 {
     PLAN(FORM(SCATTER), NEED_P2P, req != NULL, sbuf, rbuf,
-         har_plan_scatter(&s, &a, sbuf, scount, NULL, stype, rbuf, rcount, rtype, root));
+         har_stage_prepare_scatter(&s, &a, sbuf, scount, NULL, stype, rbuf, rcount, rtype, root));
     STAGED_BUFFERS();
     int rc = BY_FORM(Scatter, Iscatter, sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
     FINISH(rc);
@@ -251,7 +253,7 @@ int har_scatterv(const void *sbuf, const void *scounts, const void *displs, MPI_
                  har_binding_t binding)
 {
     PLAN(FORM(SCATTERV), NEED_P2P, req != NULL, sbuf, rbuf,
-         har_plan_scatter(&s, &a, sbuf, 0, BLOCKS(scounts, displs), stype, rbuf, rcount, rtype, root));
+         har_stage_prepare_scatter(&s, &a, sbuf, 0, BLOCKS(scounts, displs), stype, rbuf, rcount, rtype, root));
     STAGED_BUFFERS();
     int rc = BY_FORM(Scatterv, Iscatterv, sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm);
     FINISH(rc);
@@ -261,7 +263,7 @@ int har_alltoall(const void *sbuf, har_count_t scount, MPI_Datatype stype, void 
                  MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req, har_binding_t binding)
 {
     PLAN(FORM(ALLTOALL), NEED_P2P, req != NULL, sbuf, rbuf,
-         har_plan_alltoall(&s, &a, sbuf, scount, NULL, stype, rbuf, rcount, NULL, rtype));
+         har_stage_prepare_alltoall(&s, &a, sbuf, scount, NULL, stype, rbuf, rcount, NULL, rtype));
     STAGED_BUFFERS();
     int rc = BY_FORM(Alltoall, Ialltoall, sbuf, scount, stype, rbuf, rcount, rtype, comm);
     FINISH(rc);
@@ -272,8 +274,8 @@ int har_alltoallv(const void *sbuf, const void *scounts, const void *sdispls, MP
                   har_binding_t binding)
 {
     PLAN(FORM(ALLTOALLV), NEED_P2P, req != NULL, sbuf, rbuf,
-         har_plan_alltoall(&s, &a, sbuf, 0, BLOCKS(scounts, sdispls), stype, rbuf, 0, BLOCKS(rcounts, rdispls),
-                           rtype));
+         har_stage_prepare_alltoall(&s, &a, sbuf, 0, BLOCKS(scounts, sdispls), stype, rbuf, 0, BLOCKS(rcounts, rdispls),
+                                    rtype));
     STAGED_BUFFERS();
     int rc = BY_FORM(Alltoallv, Ialltoallv, sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm);
     FINISH(rc);

@@ -13,9 +13,11 @@
 #include "entry/collectives.h"
 #include "comm/call.h"
 #include "core/log.h"
+#include "cuda/mpi_cuda.h"
 #include "core/test.h"
 #include "entry/entry.h"
 #include "entry/requests.h"
+#include "node/machine.h"
 #include "stage/stage.h"
 
 /* The paths, then two per collective har wraps (entry/collectives.h): every call,
@@ -87,8 +89,9 @@ static void init(void)
     har_log_set_rank(world_rank);
     har_config_load(world_rank == 0 ? HAR_REPORT_ALL : HAR_REPORT_OWN);
     har_status_init();
-    har_mem_init();
-    har_node_init(__atomic_load_n(&at_mpi_init, __ATOMIC_RELAXED));
+    har_mpi_cuda_init();
+    har_node_init();
+    if (__atomic_load_n(&at_mpi_init, __ATOMIC_RELAXED)) har_machine_census();
     har_comm_init();
 #ifdef HAR_TEST_HOOKS
     har_test_set_rank(world_rank);
@@ -139,6 +142,36 @@ int har_entry_ready(void)
     return 1;
 }
 
+/* The MPI's own all-reduce of the binding the call came through (a call
+ * that came through an int binding has an int count). Without the MPI's _c
+ * bindings no caller passes HAR_BINDING_LARGE; a count an int cannot hold
+ * is refused here rather than cut. */
+static int pmpi_allreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                          har_binding_t binding)
+{
+#ifdef HAR_HAVE_MPI_C_COUNTS
+    if (binding == HAR_BINDING_LARGE) return PMPI_Allreduce_c(sbuf, rbuf, count, type, op, comm);
+#else
+    (void)binding;
+#endif
+    if (count > INT_MAX) return PMPI_Comm_call_errhandler(comm, MPI_ERR_COUNT), MPI_ERR_COUNT;
+    return PMPI_Allreduce(sbuf, rbuf, (int)count, type, op, comm);
+}
+
+/* The same on host copies of the device buffers (stage/). */
+static int staged_allreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
+                            MPI_Comm comm, har_mem_kind_t in_kind, har_mem_kind_t out_kind, har_binding_t binding)
+{
+    har_stage_t s;
+    har_stage_ask_t a = {{in_kind, out_kind}, 1, comm};
+    if (sbuf == MPI_IN_PLACE) a.kind[HAR_SEND] = HAR_MEM_HOST;
+    int how = har_stage_prepare_allreduce(&s, &a, sbuf, rbuf, count, type);
+    if (how == HAR_STAGE_UNTOUCHED) return pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);
+    if (how == HAR_STAGE_FAILED) return har_stage_error(&s);
+    return har_stage_finish(&s, pmpi_allreduce(har_staged(&s, HAR_SEND, sbuf), har_staged(&s, HAR_RECV, rbuf),
+                                               count, type, op, comm, binding));
+}
+
 /* The MPI's own all-reduce, in the one place har hands its calls to it.
  * Device buffers go through host memory when the MPI cannot reduce them
  * itself, so the call works instead of crashing (each rank stages its own:
@@ -151,9 +184,9 @@ static int forward(const har_call_t *call, const void *sbuf, void *rbuf, har_cou
 #ifdef HAR_TEST_HOOKS
     host &= !har_test_stage();
 #endif
-    if (host || har_mpi_cuda_reduce() || count <= 0) return har_pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);
+    if (host || har_mpi_cuda_reduce() || count <= 0) return pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);
     *paths |= HAR_BIT(STAGED);
-    return har_stage_allreduce(sbuf, rbuf, count, type, op, comm, call->in_kind, call->out_kind, binding);
+    return staged_allreduce(sbuf, rbuf, count, type, op, comm, call->in_kind, call->out_kind, binding);
 }
 
 int har_set_algo(const char *choice)
@@ -244,7 +277,7 @@ int har_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MP
 int har_allreduce_count(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                         har_binding_t binding)
 {
-    if (inside_har || !har_entry_ready()) return har_pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);
+    if (inside_har || !har_entry_ready()) return pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);
     inside_har = 1;
     har_note_clear();
     unsigned paths = HAR_BIT(SEEN);

@@ -24,10 +24,4 @@ HAR_HIDDEN const char *har_reduce_text(uint64_t count, uint16_t type_code, int o
 /* The reduction of a predefined datatype and op. */
 HAR_HIDDEN har_reduce_t har_reduce_lookup(MPI_Datatype type, MPI_Op op);
 
-/* dst op= src[0], then op= src[1], ... over n elements, split across worker
- * threads when the message is large and this rank has cores to spare
- * (`cores`: its share of the cores, found at set-up). */
-HAR_HIDDEN void har_reduce_many(har_reduce_fn fn, size_t elem, char *dst, char *const *src, int nsrc, size_t n,
-                                int cores);
-
 #endif

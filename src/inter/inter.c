@@ -1,5 +1,6 @@
 /* Which transport carries a block between nodes (inter.h). */
 #include "core/log.h"
+#include "cuda/mpi_cuda.h"
 #include "inter/inter.h"
 
 static const har_inter_t *const transports[] = {&har_inter_ring, &har_inter_doubling, &har_inter_mpi};

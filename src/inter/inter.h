@@ -17,7 +17,7 @@
 #ifndef HAR_INTER_H
 #define HAR_INTER_H
 
-#include "cuda/mem.h"
+#include "cuda/driver.h"
 #include "node/allreduce.h"
 #include "node/node.h"
 

@@ -17,34 +17,8 @@
 #define NOTICE_TAG 0x6173  /* har's own communicators carry nothing else but the ring's */
 
 static pid_t launcher;
-static int machine_ranks;
 
-/* This machine, as the kernel's boot id names it: the same for every
- * process on it whatever its namespaces, and different on every other. */
-static int machine_color(void)
-{
-    char text[64] = "";
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (!f || !fgets(text, sizeof text, f)) snprintf(text, sizeof text, "%s", har_host());
-    if (f) fclose(f);
-    uint32_t h = 2166136261u;
-    for (const char *s = text; *s && *s != '\n'; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-    return (int)(h & 0x7fffffff);  /* a colour: two machines that collide only count more sharers */
-}
-
-void har_node_init(int census)
-{
-    launcher = getppid();
-    MPI_Comm same;
-    int rank = 0;
-    if (!census) return;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (PMPI_Comm_split(MPI_COMM_WORLD, machine_color(), rank, &same) != MPI_SUCCESS) return;
-    PMPI_Comm_size(same, &machine_ranks);
-    PMPI_Comm_free(&same);
-}
-
-int har_machine_ranks(void) { return machine_ranks; }
+void har_node_init(void) { launcher = getppid(); }
 
 /* The launcher's daemon is this process's parent: when it is gone, so is
  * the job, and nobody will come to any wait. */

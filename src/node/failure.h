@@ -10,15 +10,8 @@
 typedef struct har_node har_node_t;
 
 /* At MPI_Init: notes the launcher (the parent process), to tell later
- * whether it is gone, and counts the job's ranks on this machine (`census`:
- * collective over MPI_COMM_WORLD, which only MPI_Init's wrapper may do). */
-HAR_HIDDEN void har_node_init(int census);
-/* MPI_COMM_WORLD's ranks on this machine (the kernel's boot id: hosts made
- * of namespaces on one machine count as one), this one included; 0 if not
- * counted (MPI was initialised through an entry point har does not wrap).
- * Any of them may share this rank's GPU: device engines size their grids
- * by it. */
-HAR_HIDDEN int har_machine_ranks(void);
+ * whether it is gone. */
+HAR_HIDDEN void har_node_init(void);
 
 /* Waits for every local rank to finish the step this rank just finished. */
 HAR_HIDDEN har_status_t har_node_wait_all(har_node_t *node, const char *step);

@@ -1,5 +1,5 @@
 /* Staging through host memory (stage.h): the pool, the spans a call
- * touches, the plans of each collective, the copies. */
+ * touches, each collective's preparation, the copies. */
 #include <pthread.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -178,8 +178,8 @@ static void start(har_stage_t *s) { memset(s, 0, sizeof *s); }
 /* A v form's arrays are there (NULL ones are the MPI's to report). */
 static int blocks_given(const har_blocks_t *v) { return !v || (v->counts && v->displs); }
 
-int har_plan_allreduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf, har_count_t count,
-                       MPI_Datatype type)
+int har_stage_prepare_allreduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf,
+                                har_count_t count, MPI_Datatype type)
 {
     int in_place = sbuf == MPI_IN_PLACE;
     start(s);
@@ -190,8 +190,8 @@ int har_plan_allreduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbu
     return allocate(s, a);
 }
 
-int har_plan_bcast(har_stage_t *s, const har_stage_ask_t *a, void *buf, har_count_t count, MPI_Datatype type,
-                   int root)
+int har_stage_prepare_bcast(har_stage_t *s, const har_stage_ask_t *a, void *buf, har_count_t count, MPI_Datatype type,
+                            int root)
 {
     int rank, size;
     start(s);
@@ -201,8 +201,8 @@ int har_plan_bcast(har_stage_t *s, const har_stage_ask_t *a, void *buf, har_coun
     return allocate(s, a);
 }
 
-int har_plan_reduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf, har_count_t count,
-                    MPI_Datatype type, int root)
+int har_stage_prepare_reduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf, har_count_t count,
+                             MPI_Datatype type, int root)
 {
     int rank, size;
     start(s);
@@ -214,8 +214,9 @@ int har_plan_reduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, 
     return allocate(s, a);
 }
 
-int har_plan_allgather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
-                       MPI_Datatype stype, void *rbuf, har_count_t rcount, const har_blocks_t *rv, MPI_Datatype rtype)
+int har_stage_prepare_allgather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
+                                MPI_Datatype stype, void *rbuf, har_count_t rcount, const har_blocks_t *rv,
+                                MPI_Datatype rtype)
 {
     int rank, size, in_place = sbuf == MPI_IN_PLACE;
     start(s);
@@ -227,8 +228,8 @@ int har_plan_allgather(har_stage_t *s, const har_stage_ask_t *a, const void *sbu
     return allocate(s, a);
 }
 
-int har_plan_reduce_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf,
-                            har_count_t rcount, const har_blocks_t *rv, MPI_Datatype type)
+int har_stage_prepare_reduce_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf,
+                                     har_count_t rcount, const har_blocks_t *rv, MPI_Datatype type)
 {
     int rank, size, in_place = sbuf == MPI_IN_PLACE;
     start(s);
@@ -248,9 +249,9 @@ int har_plan_reduce_scatter(har_stage_t *s, const har_stage_ask_t *a, const void
     return allocate(s, a);
 }
 
-int har_plan_gather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
-                    MPI_Datatype stype, void *rbuf, har_count_t rcount, const har_blocks_t *rv, MPI_Datatype rtype,
-                    int root)
+int har_stage_prepare_gather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
+                             MPI_Datatype stype, void *rbuf, har_count_t rcount, const har_blocks_t *rv,
+                             MPI_Datatype rtype, int root)
 {
     int rank, size;
     start(s);
@@ -265,9 +266,9 @@ int har_plan_gather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, 
     return allocate(s, a);
 }
 
-int har_plan_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
-                     const har_blocks_t *sv, MPI_Datatype stype, void *rbuf, har_count_t rcount, MPI_Datatype rtype,
-                     int root)
+int har_stage_prepare_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
+                              const har_blocks_t *sv, MPI_Datatype stype, void *rbuf, har_count_t rcount,
+                              MPI_Datatype rtype, int root)
 {
     int rank, size;
     start(s);
@@ -281,9 +282,9 @@ int har_plan_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf,
     return allocate(s, a);
 }
 
-int har_plan_alltoall(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
-                      const har_blocks_t *sv, MPI_Datatype stype, void *rbuf, har_count_t rcount,
-                      const har_blocks_t *rv, MPI_Datatype rtype)
+int har_stage_prepare_alltoall(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
+                               const har_blocks_t *sv, MPI_Datatype stype, void *rbuf, har_count_t rcount,
+                               const har_blocks_t *rv, MPI_Datatype rtype)
 {
     int rank, size, in_place = sbuf == MPI_IN_PLACE;
     start(s);
@@ -352,29 +353,4 @@ int har_stage_finish(har_stage_t *s, int rc)
     if (rc == MPI_SUCCESS && har_stage_out(s) != HAR_OK) rc = -1;
     har_stage_release(s);
     return rc == -1 ? har_stage_error(s) : rc;
-}
-
-int har_pmpi_allreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                       har_binding_t binding)
-{
-#ifdef HAR_HAVE_MPI_C_COUNTS
-    if (binding == HAR_BINDING_LARGE) return PMPI_Allreduce_c(sbuf, rbuf, count, type, op, comm);
-#else
-    (void)binding;
-#endif
-    if (count > INT_MAX) return PMPI_Comm_call_errhandler(comm, MPI_ERR_COUNT), MPI_ERR_COUNT;
-    return PMPI_Allreduce(sbuf, rbuf, (int)count, type, op, comm);
-}
-
-int har_stage_allreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                        har_mem_kind_t in_kind, har_mem_kind_t out_kind, har_binding_t binding)
-{
-    har_stage_t s;
-    har_stage_ask_t a = {{in_kind, out_kind}, 1, comm};
-    if (sbuf == MPI_IN_PLACE) a.kind[HAR_SEND] = HAR_MEM_HOST;
-    int how = har_plan_allreduce(&s, &a, sbuf, rbuf, count, type);
-    if (how == HAR_STAGE_UNTOUCHED) return har_pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);
-    if (how == HAR_STAGE_FAILED) return har_stage_error(&s);
-    return har_stage_finish(&s, har_pmpi_allreduce(har_staged(&s, HAR_SEND, sbuf), har_staged(&s, HAR_RECV, rbuf),
-                                                   count, type, op, comm, binding));
 }

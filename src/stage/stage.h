@@ -13,7 +13,7 @@
 #define HAR_STAGE_H
 
 #include "core/status.h"
-#include "cuda/mem.h"
+#include "cuda/driver.h"
 
 /* An element count as the MPI-4 large-count ("_c") bindings carry it; the
  * int bindings' counts widen into it. MPI_Count is MPI-3's, so every MPI
@@ -43,7 +43,7 @@ typedef struct {
     int err;         /* the MPI error code of a failure */
 } har_stage_t;
 
-/* What a plan found: hand the call to the MPI untouched (nothing to stage,
+/* What preparing a call found: hand the call to the MPI untouched (nothing to stage,
  * or arguments har will not judge: the MPI reports them), or staged (the
  * inputs copied in), or a failure (no memory, a failed copy). */
 enum { HAR_STAGE_UNTOUCHED = 0, HAR_STAGE_STAGED = 1, HAR_STAGE_FAILED = -1 };
@@ -54,7 +54,7 @@ static inline void *har_staged(const har_stage_t *s, int i, const void *p)
     return s->s[i].host ? (void *)(s->s[i].host - s->s[i].first) : (void *)p;
 }
 
-/* ---- plans: which buffers matter on this rank, and their spans ----------
+/* ---- preparing a call: which buffers matter on this rank, their spans --
  * kinds[HAR_SEND], kinds[HAR_RECV]: the buffers' memory kinds as the caller
  * found them; a side is staged where its kind is not host (or, in the test
  * build under HAR_TEST_STAGE, wherever it matters). Each returns one of the
@@ -67,8 +67,8 @@ typedef struct {
     MPI_Comm comm;
 } har_stage_ask_t;
 
-HAR_HIDDEN int har_plan_allreduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf,
-                                  har_count_t count, MPI_Datatype type);
+HAR_HIDDEN int har_stage_prepare_allreduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf,
+                                           har_count_t count, MPI_Datatype type);
 /* The counts and displacements of a v form's blocks, one per rank: int
  * arrays from the int bindings, MPI_Count counts and MPI_Aint
  * displacements from the _c ones. A NULL pointer to one: not a v form. */
@@ -77,30 +77,30 @@ typedef struct {
     har_binding_t binding;
 } har_blocks_t;
 
-HAR_HIDDEN int har_plan_bcast(har_stage_t *s, const har_stage_ask_t *a, void *buf, har_count_t count,
-                              MPI_Datatype type, int root);
-HAR_HIDDEN int har_plan_reduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf,
-                               har_count_t count, MPI_Datatype type, int root);
+HAR_HIDDEN int har_stage_prepare_bcast(har_stage_t *s, const har_stage_ask_t *a, void *buf, har_count_t count,
+                                       MPI_Datatype type, int root);
+HAR_HIDDEN int har_stage_prepare_reduce(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf,
+                                        har_count_t count, MPI_Datatype type, int root);
 /* Allgather, and allgatherv where rv is not NULL. */
-HAR_HIDDEN int har_plan_allgather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
-                                  MPI_Datatype stype, void *rbuf, har_count_t rcount, const har_blocks_t *rv,
-                                  MPI_Datatype rtype);
+HAR_HIDDEN int har_stage_prepare_allgather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf,
+                                           har_count_t scount, MPI_Datatype stype, void *rbuf, har_count_t rcount,
+                                           const har_blocks_t *rv, MPI_Datatype rtype);
 /* Reduce_scatter_block, and reduce_scatter where rv is not NULL (its
  * counts only). */
-HAR_HIDDEN int har_plan_reduce_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf,
-                                       har_count_t rcount, const har_blocks_t *rv, MPI_Datatype type);
+HAR_HIDDEN int har_stage_prepare_reduce_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, void *rbuf,
+                                                har_count_t rcount, const har_blocks_t *rv, MPI_Datatype type);
 /* Gather, and gatherv where rv is not NULL. */
-HAR_HIDDEN int har_plan_gather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
-                               MPI_Datatype stype, void *rbuf, har_count_t rcount, const har_blocks_t *rv,
-                               MPI_Datatype rtype, int root);
+HAR_HIDDEN int har_stage_prepare_gather(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
+                                        MPI_Datatype stype, void *rbuf, har_count_t rcount, const har_blocks_t *rv,
+                                        MPI_Datatype rtype, int root);
 /* Scatter, and scatterv where sv is not NULL. */
-HAR_HIDDEN int har_plan_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
-                                const har_blocks_t *sv, MPI_Datatype stype, void *rbuf, har_count_t rcount,
-                                MPI_Datatype rtype, int root);
+HAR_HIDDEN int har_stage_prepare_scatter(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
+                                         const har_blocks_t *sv, MPI_Datatype stype, void *rbuf, har_count_t rcount,
+                                         MPI_Datatype rtype, int root);
 /* Alltoall, and alltoallv where sv and rv are not NULL. */
-HAR_HIDDEN int har_plan_alltoall(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf, har_count_t scount,
-                                 const har_blocks_t *sv, MPI_Datatype stype, void *rbuf, har_count_t rcount,
-                                 const har_blocks_t *rv, MPI_Datatype rtype);
+HAR_HIDDEN int har_stage_prepare_alltoall(har_stage_t *s, const har_stage_ask_t *a, const void *sbuf,
+                                          har_count_t scount, const har_blocks_t *sv, MPI_Datatype stype, void *rbuf,
+                                          har_count_t rcount, const har_blocks_t *rv, MPI_Datatype rtype);
 
 /* Copies the inputs into the host copies (a persistent request, at each
  * start); HAR_OK or HAR_ERR_CUDA. */
@@ -112,19 +112,9 @@ HAR_HIDDEN void har_stage_release(har_stage_t *s);
 /* After the MPI's blocking call returned rc: copies back on success,
  * releases, and returns rc or the copy's error (through the handler). */
 HAR_HIDDEN int har_stage_finish(har_stage_t *s, int rc);
-/* The error code of a failed plan or copy, through the handler of comm. */
+/* The error code of a failed preparation or copy, through the handler of comm. */
 HAR_HIDDEN int har_stage_error(const har_stage_t *s);
 
-/* The MPI's own all-reduce on staged buffers (entry/entry.c's forward()). */
-HAR_HIDDEN int har_stage_allreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
-                                   MPI_Comm comm, har_mem_kind_t in_kind, har_mem_kind_t out_kind,
-                                   har_binding_t binding);
-/* The MPI's own all-reduce of the binding the call came through (a call
- * that came through an int binding has an int count). Without the MPI's _c
- * bindings no caller passes HAR_BINDING_LARGE; a count an int cannot hold
- * is refused there rather than cut. */
-HAR_HIDDEN int har_pmpi_allreduce(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
-                                  MPI_Comm comm, har_binding_t binding);
 
 /* ---- the pool of host buffers ---------------------------------------------
  * A buffer of at least `bytes` (NULL when memory runs out); back with put.

@@ -8,40 +8,23 @@
  *   har-info --clean                removes segments in /dev/shm left by processes that died
  *                                   (only the named fallback can leave one)
  *   har-info --topology [--json] [--measure]   the node check-up (topology.c) */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "comm/state.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "cuda/mpi_cuda.h"
 #include "engines/ipc_kernels.h"
 #include "engines/engine.h"
 #include "entry/entry.h"
 #include "engines/nccl_api.h"
 #include "plan/derive.h"
+#include "node/machine.h"
 #include "tools/tools.h"
-#ifdef HAR_HAVE_HWLOC
-#include <hwloc.h>
-#endif
 #ifdef HAR_HAVE_UCX
 #include <ucp/api/ucp_version.h>
 #endif
-
-void har_info_machine(void)
-{
-#ifdef HAR_HAVE_HWLOC
-    hwloc_topology_t topo;
-    if (hwloc_topology_init(&topo) == 0 && hwloc_topology_load(topo) == 0) {
-        printf("  machine: %d cores, %d NUMA nodes (hwloc %s)\n",
-               hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE),
-               hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE), HWLOC_VERSION);
-        hwloc_topology_destroy(topo);
-    }
-#else
-    printf("  machine: hwloc not built in\n");
-#endif
-}
 
 /* ---- --derive-tuning ------------------------------------------------------ */
 
@@ -150,29 +133,6 @@ static int derive_tuning(int nfiles, char **files)
 
 /* ---- the report ----------------------------------------------------------- */
 
-/* This node's GPUs, surveyed as har does at a communicator's first call on
- * device buffers (its class, shared GPUs, MPS): loads the driver here (har
- * itself never does), which makes no context. */
-int har_info_survey(MPI_Comm node, int local_rank, har_gpu_t *gpu)
-{
-#ifdef HAR_HAVE_CUDA
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    int (*cu_init)(unsigned) = lib ? (int (*)(unsigned))dlsym(lib, "cuInit") : NULL;
-    int (*cu_count)(int *) = lib ? (int (*)(int *))dlsym(lib, "cuDeviceGetCount") : NULL;
-    int n = 0, ok = cu_init && cu_count && cu_init(0) == 0 && cu_count(&n) == 0 && n > 0;
-    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    har_node_t ctx;  /* the survey's exchanges need only these */
-    memset(&ctx, 0, sizeof ctx);
-    ctx.node_comm = node;
-    ctx.notice_req = MPI_REQUEST_NULL;
-    PMPI_Comm_rank(node, &ctx.local_rank);
-    PMPI_Comm_size(node, &ctx.local_size);
-    return ok && har_gpu_survey(&ctx, local_rank % n, gpu) == HAR_OK;
-#else
-    (void)node; (void)local_rank; (void)gpu;
-    return 0;
-#endif
-}
 
 /* The classes of this node and the rows of the table that apply to them. */
 static void print_rows(const har_settings_t *s, const char *host_cls, int local_size, int nnodes, MPI_Comm node,
@@ -261,7 +221,7 @@ static void report(void)
         char source[HAR_VAR_TEXT], cls[HAR_CLASS_LEN];
         har_settings_from(&har_cfg, &s);
         s.ntune = har_tune_load(HAR_CFG(tuning).s, s.tune, HAR_TUNE_MAX_ROWS, source, sizeof source, 1);
-        har_host_class(1, cls, sizeof cls);
+        har_cpu_class(1, cls, sizeof cls);
         print_rows(&s, cls, 1, 1, MPI_COMM_SELF, 0);
     }
     printf("variables:\n");

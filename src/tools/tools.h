@@ -1,4 +1,5 @@
-/* What har-info's files share. */
+/* What har-info.c takes from topology.c: the node check-up, and the GPU
+ * survey and machine line its report shares with it. */
 #ifndef HAR_TOOLS_H
 #define HAR_TOOLS_H
 

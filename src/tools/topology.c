@@ -19,9 +19,13 @@
 #include <unistd.h>
 #include "comm/state.h"
 #include "core/log.h"
+#include "host/numa.h"
 #include "engines/engine.h"
 #include "engines/nccl_api.h"
 #include "tools/tools.h"
+#ifdef HAR_HAVE_HWLOC
+#include <hwloc.h>
+#endif
 #ifdef HAR_HAVE_KERNELS
 #include <cuda_runtime_api.h>
 #include "engines/ipc_kernels.h"
@@ -206,6 +210,48 @@ static int pairs_of(int ngpus, int measure, pair_row_t *pairs, int max)
     (void)ngpus; (void)measure; (void)pairs; (void)max;
 #endif
     return n;
+}
+
+
+/* ---- shared with har-info's report ------------------------------------------ */
+
+void har_info_machine(void)
+{
+#ifdef HAR_HAVE_HWLOC
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) == 0 && hwloc_topology_load(topo) == 0) {
+        printf("  machine: %d cores, %d NUMA nodes (hwloc %s)\n",
+               hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE),
+               hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE), HWLOC_VERSION);
+        hwloc_topology_destroy(topo);
+    }
+#else
+    printf("  machine: hwloc not built in\n");
+#endif
+}
+
+/* This node's GPUs, surveyed as har does at a communicator's first call on
+ * device buffers (its class, shared GPUs, MPS): loads the driver here (har
+ * itself never does), which makes no context. */
+int har_info_survey(MPI_Comm node, int local_rank, har_gpu_t *gpu)
+{
+#ifdef HAR_HAVE_CUDA
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    int (*cu_init)(unsigned) = lib ? (int (*)(unsigned))dlsym(lib, "cuInit") : NULL;
+    int (*cu_count)(int *) = lib ? (int (*)(int *))dlsym(lib, "cuDeviceGetCount") : NULL;
+    int n = 0, ok = cu_init && cu_count && cu_init(0) == 0 && cu_count(&n) == 0 && n > 0;
+    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    har_node_t ctx;  /* the survey's exchanges need only these */
+    memset(&ctx, 0, sizeof ctx);
+    ctx.node_comm = node;
+    ctx.notice_req = MPI_REQUEST_NULL;
+    PMPI_Comm_rank(node, &ctx.local_rank);
+    PMPI_Comm_size(node, &ctx.local_size);
+    return ok && har_gpu_survey(&ctx, local_rank % n, gpu) == HAR_OK;
+#else
+    (void)node; (void)local_rank; (void)gpu;
+    return 0;
+#endif
 }
 
 /* Microseconds per small all-reduce through har on this communicator,

@@ -1,5 +1,5 @@
 /* har binds the application's libcuda when the application loaded it
- * after har first looked (cuda/mem.h), and threads that ask at the same
+ * after har first looked (cuda/driver.h), and threads that ask at the same
  * moment all see it bound: one that answered "no CUDA" while another was
  * binding made har hand device pointers to an MPI that cannot take them
  * (a staged MPI_Iallreduce from 4 threads crashed in the MPI's reduction).
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "cuda/mem.h"
+#include "cuda/driver.h"
 #include "unit.h"
 
 enum { ROUNDS = 100, THREADS = 8 };

@@ -1,4 +1,4 @@
-/* Host memory near a GPU (cuda/mem.h): the NUMA node and CPUs of a PCI
+/* Host memory near a GPU (cuda/driver.h): the NUMA node and CPUs of a PCI
  * device read from a recorded sysfs tree (tests/unit/sys: a two-socket
  * machine's GPU on node 1, and a device the kernel gives no node), bus ids
  * as the driver spells them, and memory allocated with the node preferred,
@@ -10,7 +10,8 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "cuda/mem.h"
+#include "cuda/driver.h"
+#include "host/numa.h"
 #include "unit.h"
 
 int main(void)

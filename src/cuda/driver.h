@@ -1,13 +1,14 @@
-/* Memory kind of a buffer, copies between kinds, staging buffers, the CUDA
- * driver as the application loaded it, and what the MPI underneath can do
- * with device memory. (Staging buffers: src/stage/.)
+/* The CUDA driver as the application loaded it: the memory kind of a
+ * buffer, copies between kinds, contexts, waiting for a stream. (What the
+ * MPI can do with device memory: mpi_cuda.h; host memory near a GPU:
+ * host/numa.h; staging buffers: src/stage/.)
  *
  * har never links the CUDA driver: it binds a libcuda that the application
  * already loaded (RTLD_NOLOAD). A process that never touched CUDA cannot
  * own device memory, so it gets no CUDA call and no context from har, and
  * libhar loads on machines without CUDA libraries. */
-#ifndef HAR_MEM_H
-#define HAR_MEM_H
+#ifndef HAR_DRIVER_H
+#define HAR_DRIVER_H
 
 #include "core/status.h"
 #include "core/types.h"
@@ -44,26 +45,6 @@ HAR_HIDDEN void har_cuda_context_restore(void *ctx);
 /* Multiprocessors the calling thread's current context may use (fewer
  * than the GPU has under an MPS limit), or -1 if the driver cannot say. */
 HAR_HIDDEN int har_cuda_context_sms(void);
-
-/* What the MPI underneath can do with device memory, after overrides. */
-HAR_HIDDEN int har_mpi_cuda_p2p(void);
-HAR_HIDDEN int har_mpi_cuda_reduce(void);
-/* Its non-blocking and persistent collectives (HAR_MPI_CUDA_NONBLOCKING:
- * no MPI's answer covers them, so auto is 0). */
-HAR_HIDDEN int har_mpi_cuda_nonblocking(void);
-HAR_HIDDEN void har_mem_init(void);
-/* The NUMA node of the PCI device at `bus` ("0000:19:00.0"), as the
- * kernel says under `sys` ("/sys", or a recorded tree in tests); -1 if it
- * does not say. Host buffers a GPU copies to and from belong there. */
-HAR_HIDDEN int har_pci_numa_node(const char *sys, const char *bus);
-/* Its CPUs, as a list ("0-15,32-47"); "" if the kernel does not say. */
-HAR_HIDDEN void har_pci_cpus(const char *sys, const char *bus, char *out, size_t len);
-/* `bytes` of page-aligned host memory whose pages the kernel prefers to
- * place on NUMA node `numa` (-1: anywhere); NULL if none. Free with
- * har_numa_free. */
-HAR_HIDDEN void *har_numa_alloc(size_t bytes, int numa);
-HAR_HIDDEN void har_numa_free(void *p, size_t bytes);
-
 
 /* The driver calls the device survey needs, bound from the application's
  * libcuda (NULL members before it is loaded). */

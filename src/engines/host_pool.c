@@ -7,7 +7,7 @@
  * communicator) reduces alone rather than wait. */
 #include <pthread.h>
 #include "core/config.h"
-#include "host/reduce.h"
+#include "engines/host_pool.h"
 #include "plan/plan.h"
 
 #define MAX_THREADS 8

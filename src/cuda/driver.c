@@ -1,12 +1,9 @@
-/* Memory kinds, copies, the application's libcuda, the MPI's abilities
- * (mem.h). */
+/* The application's libcuda, bound by har: memory kinds, copies, contexts,
+ * streams (driver.h). */
 #define _GNU_SOURCE  /* dl_iterate_phdr's dlpi_adds */
-#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <link.h>
 #include <pthread.h>
@@ -14,7 +11,7 @@
 #include <string.h>
 #include "core/config.h"
 #include "core/log.h"
-#include "cuda/mem.h"
+#include "cuda/driver.h"
 
 #ifdef HAR_HAVE_CUDA
 #include <cuda.h>
@@ -243,105 +240,3 @@ har_status_t har_mem_copy(void *dst, har_mem_kind_t dst_kind, const void *src, h
 har_status_t har_cuda_stream_wait(void *stream) { (void)stream; return HAR_OK; }
 int har_cuda_stream_capturing(void *stream) { (void)stream; return 0; }
 #endif
-
-/* ---- what the MPI can do with device memory ----------------------------- */
-
-static int mpi_p2p = -1, mpi_reduce = -1, mpi_nonblocking = -1;
-
-/* The MPI's own answer, looked up at run time: the query functions differ
- * between MPIs and releases, and linking one would tie libhar to it. */
-static int mpi_query_cuda(void)
-{
-    int (*ompi_query)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "MPIX_Query_cuda_support");
-    if (ompi_query) return ompi_query() != 0;
-    int (*mpich_query)(int, int *) = (int (*)(int, int *))dlsym(RTLD_DEFAULT, "MPIX_GPU_query_support");
-    int supported = 0;
-    if (mpich_query && mpich_query(0 /* MPIX_GPU_SUPPORT_CUDA */, &supported) == MPI_SUCCESS)
-        return supported != 0;
-    return 0;
-}
-
-static int with_override(const char *setting, int detected)
-{
-    if (strcmp(setting, "0") == 0) return 0;
-    if (strcmp(setting, "1") == 0) return 1;
-    return detected;
-}
-
-void har_mem_init(void)
-{
-    int detected = mpi_query_cuda();
-    /* Both MPIs that answer the query stage or reduce device buffers inside
-     * their collectives once they can move them, so one answer covers both
-     * capabilities unless the user says otherwise. */
-    mpi_p2p = with_override(HAR_CFG(mpi_cuda_p2p).s, detected);
-    mpi_reduce = with_override(HAR_CFG(mpi_cuda_reduce).s, detected);
-    /* Even CUDA-aware Open MPI 4.1 crashes on device memory in
-     * MPI_Iallreduce: only the user's word says an MPI can. */
-    mpi_nonblocking = with_override(HAR_CFG(mpi_cuda_nonblocking).s, 0);
-}
-
-int har_mpi_cuda_p2p(void) { return mpi_p2p; }
-int har_mpi_cuda_reduce(void) { return mpi_reduce; }
-int har_mpi_cuda_nonblocking(void) { return mpi_nonblocking; }
-
-/* ---- host memory near a GPU --------------------------------------------- */
-
-/* A line of a sysfs file of the PCI device, or "". */
-static void pci_attr(const char *sys, const char *bus, const char *attr, char *out, size_t len)
-{
-    char path[512];
-    out[0] = '\0';
-    snprintf(path, sizeof path, "%s/bus/pci/devices/%s/%s", sys, bus, attr);
-    FILE *f = fopen(path, "r");
-    if (f && fgets(out, (int)len, f)) out[strcspn(out, "\n")] = '\0';
-    else out[0] = '\0';
-    if (f) fclose(f);
-}
-
-/* The driver's bus ids have 8 hex digits of domain ("00000000:19:00.0"),
- * sysfs's 4. */
-static const char *sysfs_bus(const char *bus, char *out, size_t len)
-{
-    const char *colon = strchr(bus, ':');
-    if (colon && colon - bus > 4) {
-        snprintf(out, len, "%.4s%s", colon - 4, colon);
-        for (char *c = out; *c; c++) *c = (char)tolower((unsigned char)*c);
-        return out;
-    }
-    snprintf(out, len, "%s", bus);
-    for (char *c = out; *c; c++) *c = (char)tolower((unsigned char)*c);
-    return out;
-}
-
-int har_pci_numa_node(const char *sys, const char *bus)
-{
-    char name[64], text[32];
-    pci_attr(sys, sysfs_bus(bus, name, sizeof name), "numa_node", text, sizeof text);
-    return text[0] ? atoi(text) : -1;
-}
-
-void har_pci_cpus(const char *sys, const char *bus, char *out, size_t len)
-{
-    char name[64];
-    pci_attr(sys, sysfs_bus(bus, name, sizeof name), "local_cpulist", out, len);
-}
-
-void *har_numa_alloc(size_t bytes, int numa)
-{
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
-    if (numa >= 0 && numa < 64) {
-        /* Preferred, not bound: a full node still gives memory elsewhere.
-         * Before any page is touched, so that every page follows it. */
-        unsigned long mask = 1ul << numa;
-        if (syscall(SYS_mbind, p, bytes, 1 /* MPOL_PREFERRED */, &mask, 64, 0) != 0)
-            HAR_LOG(HAR_LOG_DEBUG, "mbind to NUMA node %d: %s", numa, strerror(errno));
-    }
-    return p;
-}
-
-void har_numa_free(void *p, size_t bytes)
-{
-    if (p) munmap(p, bytes);
-}
