@@ -64,6 +64,18 @@ static inline void *har_fortran_buffer(void *p, int send)
     return p;
 }
 
+/* A Fortran argument as the C internals take it: a buffer where the
+ * standard allows MPI_IN_PLACE (F_SEND) or not (F_BUF); an INTEGER, an
+ * INTEGER array (the same in memory while MPI_Fint is an int), a handle. */
+_Static_assert(sizeof(MPI_Fint) == sizeof(int), "an INTEGER array is passed as an int array");
+#define F_SEND(p) har_fortran_buffer(p, 1)
+#define F_BUF(p) har_fortran_buffer(p, 0)
+#define F_INT(p) ((int)*(p))
+#define F_INTS(p) ((const int *)(p))
+#define F_TYPE(p) PMPI_Type_f2c(*(p))
+#define F_OP(p) PMPI_Op_f2c(*(p))
+#define F_COMM(p) PMPI_Comm_f2c(*(p))
+
 /* Is a status argument MPI_STATUS_IGNORE, an array MPI_STATUSES_IGNORE? */
 static inline int har_fortran_status_ignored(void *p)
 {

@@ -1,0 +1,38 @@
+#!/bin/sh
+# The collectives other than the all-reduce from Fortran, through mpif.h
+# and through `use mpi_f08` (tests/mpi/fcollectives.f90): relinked with
+# -lhar, every call reaches har and none is staged; linked with the test
+# build under HAR_TEST_STAGE=1, every one is staged and its results arrive
+# (the non-blocking ones through the Fortran MPI_WAIT). Open MPI's Fortran
+# bindings call PMPI_* directly, so this passes there only through har's
+# own Fortran spellings (mpi_wrappers/collectives.c); MPICH's call the C
+# functions. Skipped without this MPI's Fortran compiler.
+. "$top_srcdir/tests/lib.sh"
+fc=$(echo "${MPICC:-mpicc}" | sed 's/mpicc/mpifort/')
+if ! command -v "$fc" > /dev/null 2>&1; then echo "1..0 # SKIP no Fortran compiler $fc"; exit 0; fi
+src="$top_srcdir/tests/mpi/fcollectives.f90"
+# gfortran 10 on refuses one buffer argument of several ranks without this
+fflags="-cpp -fallow-argument-mismatch"
+for binding in mpifh f08; do
+    flags="$fflags"
+    [ $binding = f08 ] && flags="$flags -DF08"
+    "$fc" $flags -o "$tmp/relinked" "$src" -L"$top_builddir/.libs" -lhar -Wl,-rpath,"$top_builddir/.libs" \
+        > "$tmp/cc" 2>&1
+    tap_result $? "$binding: fcollectives.f90 builds with $fc, relinked with -lhar" "$tmp/cc"
+    # The test build is a static archive: its entry points are pulled in and
+    # exported, so that the MPI's own Fortran library finds them (MPI_Wait
+    # too: MPICH's Fortran MPI_WAIT calls the C one, which nothing in the
+    # program names).
+    "$top_builddir/libtool" --tag=CC --mode=link "$fc" $flags -o "$tmp/linked" "$src" \
+        "$top_builddir/libhar-test.la" -Wl,-u,MPI_Init -Wl,-u,MPI_Bcast -Wl,-u,MPI_Wait -Wl,--export-dynamic > "$tmp/cc" 2>&1
+    tap_result $? "$binding: fcollectives.f90 links with the test build" "$tmp/cc"
+    check "$binding: relinked: every collective, blocking and not, reaches har, none staged, results right" \
+        $mpi 3 "$tmp/relinked" untouched
+    check "$binding: HAR_TEST_STAGE=1, 3 ranks: every one staged, results right (the non-blocking ones through MPI_WAIT)" \
+        env HAR_TEST_STAGE=1 $mpi 3 "$tmp/linked" staged
+    check "$binding: HAR_TEST_STAGE=1, 4 ranks: the same" \
+        env HAR_TEST_STAGE=1 $mpi 4 "$tmp/linked" staged
+    check_fails "$binding: HAR_TEST_STAGE=2 (every copy back flipped) is caught" "FAIL rank" \
+        env HAR_TEST_STAGE=2 $mpi 2 "$tmp/linked" staged
+done
+done_testing
