@@ -99,3 +99,21 @@ gpu_suite() {
     *) tap_result 1 "a GPU is required (HAR_TEST_REQUIRE_GPU=1) and none is visible" "$tmp/probe"; done_testing; exit 0 ;;
     esac
 }
+
+# fortran_builds BINDING SOURCE FLAGS...: builds a Fortran test program
+# with this MPI's Fortran compiler ($fc) twice, as two checks:
+# $tmp/relinked, linked with -lhar, and $tmp/linked, with the test build.
+# The test build is a static archive: its entry points are pulled in and
+# exported, so that the MPI's own Fortran library finds them (MPI_Wait too:
+# MPICH's Fortran MPI_WAIT calls the C one, which nothing in a program names).
+fortran_builds() {
+    binding=$1 source=$2
+    shift 2
+    "$fc" "$@" -o "$tmp/relinked" "$source" -L"$top_builddir/.libs" -lhar -Wl,-rpath,"$top_builddir/.libs" \
+        > "$tmp/cc" 2>&1
+    tap_result $? "$binding: ${source##*/} builds with $fc, relinked with -lhar" "$tmp/cc"
+    "$top_builddir/libtool" --tag=CC --mode=link "$fc" "$@" -o "$tmp/linked" "$source" \
+        "$top_builddir/libhar-test.la" -Wl,-u,MPI_Init -Wl,-u,MPI_Iallreduce -Wl,-u,MPI_Bcast -Wl,-u,MPI_Wait \
+        -Wl,--export-dynamic > "$tmp/cc" 2>&1
+    tap_result $? "$binding: ${source##*/} links with the test build" "$tmp/cc"
+}

@@ -21,17 +21,7 @@ program fcollectives
 #ifndef F08
     include 'mpif.h'
 #endif
-    interface
-        integer(c_int) function har_counter_index(name) bind(C, name="har_counter_index")
-            import :: c_int, c_char
-            character(kind=c_char), dimension(*) :: name
-        end function
-        integer(c_int) function har_counters(values, n) bind(C, name="har_counters")
-            import :: c_int, c_long_long
-            integer(c_long_long), dimension(*) :: values
-            integer(c_int), value :: n
-        end function
-    end interface
+    include 'har_counters.fi'
     integer, parameter :: m = 5, maxp = 16, big = maxp * maxp * m
     integer :: sbuf(big), rbuf(big), want(big), counts(maxp), displs(maxp), rcounts(maxp), rdispls(maxp)
 #ifdef F08

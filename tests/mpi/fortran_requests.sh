@@ -21,14 +21,7 @@ esac
 for binding in mpifh f08; do
     flags="$fflags"
     [ $binding = f08 ] && flags="$flags -DF08"
-    "$fc" $flags -o "$tmp/relinked" "$src" -L"$top_builddir/.libs" -lhar -Wl,-rpath,"$top_builddir/.libs" \
-        > "$tmp/cc" 2>&1
-    tap_result $? "$binding: frequests.f90 builds with $fc, relinked with -lhar" "$tmp/cc"
-    # The test build is a static archive: its entry points are pulled in and
-    # exported, so that the MPI's own Fortran library finds them.
-    "$top_builddir/libtool" --tag=CC --mode=link "$fc" $flags -o "$tmp/linked" "$src" \
-        "$top_builddir/libhar-test.la" -Wl,-u,MPI_Init -Wl,-u,MPI_Iallreduce -Wl,--export-dynamic > "$tmp/cc" 2>&1
-    tap_result $? "$binding: frequests.f90 links with the test build" "$tmp/cc"
+    fortran_builds $binding "$src" $flags
     check "$binding: relinked: every MPI_IALLREDUCE and the persistent all-reduce through har, none staged, results right" \
         $mpi 3 "$tmp/relinked" untouched
     check "$binding: HAR_TEST_STAGE=1: every one staged, results back through the Fortran completion calls" \

@@ -28,17 +28,7 @@ program frequests
     include 'mpif-ext.h'
 #endif
 #endif
-    interface
-        integer(c_int) function har_counter_index(name) bind(C, name="har_counter_index")
-            import :: c_int, c_char
-            character(kind=c_char), dimension(*) :: name
-        end function
-        integer(c_int) function har_counters(values, n) bind(C, name="har_counters")
-            import :: c_int, c_long_long
-            integer(c_long_long), dimension(*) :: values
-            integer(c_int), value :: n
-        end function
-    end interface
+    include 'har_counters.fi'
     integer, parameter :: n = 1000, nreq = 5, rounds = 9
     integer :: a(n), b(n), c(n), ring_in(10), ring_out(10)
     double precision :: d(n)
