@@ -200,9 +200,17 @@ static void report(void)
                nccl.version / 100 % 100, nccl.version % 100, HAR_CFG(nccl).s);
     else
         printf("  NCCL: not loadable (%s)\n", why);
-    printf("MPI and device memory (after overrides):\n");
-    printf("  point-to-point on device memory: %s\n", har_mpi_cuda_p2p() ? "yes" : "no");
-    printf("  MPI_Allreduce on device memory: %s\n", har_mpi_cuda_reduce() ? "yes" : "no (har stages it)");
+    const har_mpi_facts_t *f = har_mpi_facts();
+    const har_mpi_cuda_t *a = har_mpi_cuda();
+    printf("MPI and device memory (%s):\n", f->library);
+    printf("  it says: MPIX_Query_cuda_support %s, MPIX_GPU_query_support(CUDA) %s, mpi_memory_alloc_kinds %s\n",
+           f->cuda_query < 0 ? "absent" : f->cuda_query ? "1" : "0",
+           f->gpu_query < 0 ? "absent" : f->gpu_query ? "1" : "0", f->alloc_kinds[0] ? f->alloc_kinds : "not given");
+    printf("  point-to-point on device memory: %s (%s)\n", a->p2p.yes ? "yes" : "no", a->p2p.why);
+    printf("  MPI_Allreduce and the other blocking collectives: %s (%s)\n",
+           a->reduce.yes ? "yes" : "no, har stages them", a->reduce.why);
+    printf("  non-blocking and persistent collectives: %s (%s)\n",
+           a->nonblocking.yes ? "yes" : "no, har stages them", a->nonblocking.why);
     /* One all-reduce on the world sets its state up: this node's shape,
      * classes and rank 0's settings, as an application's would. */
     MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -48,4 +48,12 @@ head -c 4096 /dev/zero > "$stale"
 [ ! -e "$stale" ] && grep -q "removed /dev/shm/har-test-stale-$$" "$tmp/out"
 tap_result $? "har-info --clean removes a stale segment and says so" "$tmp/out"
 rm -f "$stale"
+# What the MPI can do with device memory: har-info says what the MPI
+# answered and each conclusion with its reason; a setting wins, named.
+env HAR_MPI_CUDA_REDUCE=1 $mpi 1 "$info" > "$tmp/out" 2>&1
+grep -q "^MPI and device memory (.*):$" "$tmp/out" && grep -q "^  it says: MPIX_Query_cuda_support " "$tmp/out" &&
+    grep -Eq "^  point-to-point on device memory: (yes|no) \(.+\)$" "$tmp/out" &&
+    grep -q "^  MPI_Allreduce and the other blocking collectives: yes (HAR_MPI_CUDA_REDUCE=1, your setting)$" "$tmp/out" &&
+    grep -Eq "^  non-blocking and persistent collectives: (yes|no, har stages them) \(.+\)$" "$tmp/out"
+tap_result $? "har-info: what the MPI says of device memory, each answer with its reason, HAR_MPI_CUDA_REDUCE=1 named" "$tmp/out"
 done_testing
