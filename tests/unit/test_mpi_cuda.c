@@ -37,6 +37,11 @@ int main(void)
     expect("Open MPI 4.1.4 built with CUDA and UCX (scripts/build-cuda-mpi)", &cuda_ompi, automatic, 1, 1, 0,
            "MPIX_Query_cuda_support() says 1", "recorded", "Open MPI's non-blocking collectives crash");
     expect("Open MPI 5.0.11 of the package index", &pip_ompi5, automatic, 0, 0, 0, "says 0", "says 0", "says 0");
+    /* MPICH 5.0.2 lists its memory kinds (MPI 4.1), without CUDA's, also
+     * when mpiexec is asked for cuda:device. */
+    const har_mpi_facts_t pip_mpich5 = {"MPICH Version:      5.0.2", 0, 0, "mpi,system"};
+    expect("MPICH 5.0.2 of the package index", &pip_mpich5, automatic, 0, 0, 0, "MPIX_Query_cuda_support() says 0",
+           "says 0", "says 0");
 
     /* MPICH's own query alone, and no query at all. */
     const har_mpi_facts_t gpu_mpich = {"MPICH Version:\t4.2.0", -1, 1, ""};
