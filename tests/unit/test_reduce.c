@@ -1,4 +1,4 @@
-/* Unit test of the typed reductions (src/reduce_cpu.c) against a reference
+/* Unit test of the typed reductions (src/host/reduce.c) against a reference
  * written here independently.
  *
  * har_reduce_lookup must serve exactly the (type, op) pairs the MPI standard
