@@ -7,8 +7,9 @@
  *             [--quiet] [--tuning TABLE] [--nonblocking] [--enqueue]
  *
  * Candidates: "har" (the intercepted MPI_Allreduce), "mpi" (the MPI's own
- * PMPI_Allreduce; device buffers are staged through host memory around it,
- * as users without a CUDA-aware MPI do), and with --device, where NCCL
+ * PMPI_Allreduce, on the device buffers where it reduces device memory
+ * (har_mpi_cuda_reduce), else staged through host memory around it, as
+ * users without a CUDA-aware MPI do: a "# mpi:" line says which and why), and with --device, where NCCL
  * loads (HAR_NCCL names it), "nccl" (ncclAllReduce, then the stream
  * synchronised: the same blocking contract) and "nccl_ring_ll" (NCCL pinned
  * to the Ring algorithm and LL protocol), and "floor": an empty kernel
@@ -74,6 +75,7 @@
 #include <string.h>
 #include <time.h>
 #include "core/config.h"
+#include "cuda/mpi_cuda.h"
 #include "engines/engine.h"
 #ifdef OPEN_MPI
 #include <mpi-ext.h> /* OMPI_HAVE_MPI_EXT_PCOLLREQ: MPIX_Allreduce_init */
@@ -289,7 +291,7 @@ static int one_call(const cand_t *c, const void *in, void *buf, size_t n, double
         return MPI_Wait(&persistent[b], MPI_STATUS_IGNORE);
     }
     case RUN_MPI_NB:
-        if (!opt.device) {
+        if (!opt.device || har_mpi_cuda_nonblocking()) {
             rc = PMPI_Iallreduce(send, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD, &req);
             if (rc != MPI_SUCCESS) return rc;
             host_compute(compute);
@@ -314,9 +316,12 @@ static int one_call(const cand_t *c, const void *in, void *buf, size_t n, double
     case RUN_HAR:
         return MPI_Allreduce(send, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD);
     case RUN_MPI:
-        if (!opt.device) return PMPI_Allreduce(send, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD);
-        /* Staged as a user would: the input to host memory, the MPI in
-         * place there, the result back. */
+        /* Device buffers as they are where the MPI reduces device memory
+         * (a CUDA-aware MPI: the figure its users compare against). */
+        if (!opt.device || har_mpi_cuda_reduce())
+            return PMPI_Allreduce(send, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD);
+        /* Otherwise staged as a user would: the input to host memory, the
+         * MPI in place there, the result back. */
         from_buf(host_stage, in ? in : buf, n * opt.type->size);
         rc = PMPI_Allreduce(MPI_IN_PLACE, host_stage, count, opt.type->type, opt.op, MPI_COMM_WORLD);
         to_buf(buf, host_stage, n * opt.type->size);
@@ -743,6 +748,11 @@ int main(int argc, char **argv)
                nnodes, opt.type->name, opt.op_name, opt.device ? "device" : "host", opt.buffers,
                opt.out_of_place ? "a send buffer each" : "in place",
                !opt.device ? "host memory" : opt.cuda_first ? "CUDA before MPI_Init" : "host all-reduce before CUDA");
+        if (opt.device && !opt.tune && !opt.enqueue) {
+            const har_mpi_answer_t *a = opt.nonblocking ? &har_mpi_cuda()->nonblocking : &har_mpi_cuda()->reduce;
+            printf("# mpi: the MPI's own %s %s (%s)\n", opt.nonblocking ? "MPI_Iallreduce" : "MPI_Allreduce",
+                   a->yes ? "on the device buffers" : "on host copies, staged around it", a->why);
+        }
         printf("%12s", "bytes");
         for (int c = 0; c < ncands; c++) printf(" %*s", opt.tune ? 22 : 12, cands[c].name);
         if (opt.tune) printf(" %22s\n", "fastest");
