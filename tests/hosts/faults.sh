@@ -260,9 +260,11 @@ check "every rank names the stopped rank's world rank and host" \
     test "$(grep -c "rank [0-3]: rank 1 (world rank 1, host h1) did not come within HAR_TIMEOUT" "$tmp/stopped")" = 4
 
 # --- hosts-run's own bounds -------------------------------------------------
+# (on `sleep`, which needs no har: --lib none, so that they run whichever
+# builds there are)
 never_ends() {
     start=$(date +%s)
-    $run --timeout 3 2 1 -- sleep 600 > "$tmp/log" 2>&1
+    $run --lib none --timeout 3 2 1 -- sleep 600 > "$tmp/log" 2>&1
     rc=$?
     took=$(($(date +%s) - start))
     cat "$tmp/log"; echo "took $took s"
@@ -273,7 +275,7 @@ hcheck "a program that never ends: --timeout 3 ends it with status 124, every pr
 killed_runner() {
     rm -rf "$tmp/st" "$tmp/tmpdir"
     mkdir "$tmp/tmpdir"
-    TMPDIR="$tmp/tmpdir" $run --timeout 600 --state "$tmp/st" 2 1 -- sleep 600 > "$tmp/log" 2>&1 &
+    TMPDIR="$tmp/tmpdir" $run --lib none --timeout 600 --state "$tmp/st" 2 1 -- sleep 600 > "$tmp/log" 2>&1 &
     job=$!
     for _ in $(seq 100); do [ -s "$tmp/st/h2.pid" ] && [ -n "$(in_host "$tmp/st" h2 pgrep -x sleep | sed -n 2p)" ] && break; sleep 0.1; done
     pids=$(cat "$tmp/st"/*.pid)
