@@ -146,16 +146,15 @@ HAR_COLLECTIVES(LARGE_COUNT_BINDING, MPI_Count, MPI_Count, MPI_Aint)
 #endif
 
 #ifdef OPEN_MPI
-/* Both forms in Fortran, every spelling: ierror is set where given (it is
- * OPTIONAL in mpi_f08: a null pointer when left out), the request handed
- * back as a Fortran handle. MPICH's Fortran collectives call the C entry
+/* Both forms in Fortran, every spelling: ierror set where given, the
+ * request handed back as a Fortran handle. MPICH's Fortran collectives call the C entry
  * points above. */
 #define FORTRAN_BINDING(NAME, INAME, INTERNAL, PARAMETERS, ARGUMENTS, UPPER, IUPPER, lower, ilower, FPARAMETERS,       \
                         FARGUMENTS)                                                                                  \
     static void lower##_f(UNPAREN FPARAMETERS, MPI_Fint *ierror)                                                     \
     {                                                                                                                \
         int rc = INTERNAL(UNPAREN FARGUMENTS, NULL, HAR_BINDING_INT);                                                \
-        if (ierror) *ierror = (MPI_Fint)rc;                                                                          \
+        har_fortran_set_ierror(ierror, rc);                                                                          \
     }                                                                                                                \
     HAR_FORTRAN_SPELLINGS(lower##_f, UPPER, lower)                                                                   \
     static void ilower##_f(UNPAREN FPARAMETERS, MPI_Fint *request, MPI_Fint *ierror)                                 \
@@ -163,7 +162,7 @@ HAR_COLLECTIVES(LARGE_COUNT_BINDING, MPI_Count, MPI_Count, MPI_Aint)
         MPI_Request req;                                                                                             \
         int rc = INTERNAL(UNPAREN FARGUMENTS, &req, HAR_BINDING_INT);                                                \
         if (rc == MPI_SUCCESS) *request = PMPI_Request_c2f(req);                                                     \
-        if (ierror) *ierror = (MPI_Fint)rc;                                                                          \
+        har_fortran_set_ierror(ierror, rc);                                                                          \
     }                                                                                                                \
     HAR_FORTRAN_SPELLINGS(ilower##_f, IUPPER, ilower)
 HAR_COLLECTIVES(FORTRAN_BINDING, int, int, int)

@@ -33,7 +33,7 @@ static void init_f(MPI_Fint *ierror)
     char **argv = NULL;
     int rc = PMPI_Init(&argc, &argv);
     if (rc == MPI_SUCCESS) har_init(1);
-    if (ierror) *ierror = (MPI_Fint)rc;
+    har_fortran_set_ierror(ierror, rc);
 }
 
 /* MPI_INIT_THREAD(REQUIRED, PROVIDED, IERROR) */
@@ -46,7 +46,7 @@ static void init_thread_f(const MPI_Fint *required, MPI_Fint *provided, MPI_Fint
         *provided = (MPI_Fint)got;
         har_init(1);
     }
-    if (ierror) *ierror = (MPI_Fint)rc;
+    har_fortran_set_ierror(ierror, rc);
 }
 
 /* MPI_FINALIZE(IERROR): har's teardown first, while the MPI still runs. */
@@ -54,7 +54,7 @@ static void finalize_f(MPI_Fint *ierror)
 {
     har_finalize();
     int rc = PMPI_Finalize();
-    if (ierror) *ierror = (MPI_Fint)rc;
+    har_fortran_set_ierror(ierror, rc);
 }
 
 #if defined(OPEN_MPI)
@@ -65,9 +65,9 @@ static void finalize_f(MPI_Fint *ierror)
 static void allreduce_f(void *sendbuf, void *recvbuf, const MPI_Fint *count, const MPI_Fint *datatype,
                         const MPI_Fint *op, const MPI_Fint *comm, MPI_Fint *ierror)
 {
-    int rc = har_allreduce_count(har_fortran_buffer(sendbuf, 1), har_fortran_buffer(recvbuf, 0), *count,
-                                 PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm), HAR_BINDING_INT);
-    if (ierror) *ierror = (MPI_Fint)rc;
+    int rc = har_allreduce_count(F_SEND(sendbuf), F_BUF(recvbuf), *count, F_TYPE(datatype), F_OP(op), F_COMM(comm),
+                                 HAR_BINDING_INT);
+    har_fortran_set_ierror(ierror, rc);
 }
 HAR_FORTRAN_SPELLINGS(allreduce_f, MPI_ALLREDUCE, mpi_allreduce)
 #endif

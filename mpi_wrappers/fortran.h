@@ -25,6 +25,13 @@
 #define HAR_FORTRAN_SPELLINGS(fn, UPPER, lower) HAR_EXPORT_AS(fn, lower##_f08_)
 #endif
 
+/* IERROR, where the caller gave it (OPTIONAL in mpi_f08: a null pointer
+ * when left out; both MPIs' own code tests it). */
+static inline void har_fortran_set_ierror(MPI_Fint *ierror, int rc)
+{
+    if (ierror) *ierror = (MPI_Fint)rc;
+}
+
 #ifdef OPEN_MPI
 /* Open MPI's Fortran MPI_IN_PLACE, MPI_BOTTOM, MPI_STATUS_IGNORE and
  * MPI_STATUSES_IGNORE are common blocks, known by their address only,

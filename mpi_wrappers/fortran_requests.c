@@ -18,11 +18,6 @@
 #include "entry/requests.h"
 #include "fortran.h"
 
-static void set_ierr(MPI_Fint *ierr, int rc)
-{
-    if (ierr) *ierr = (MPI_Fint)rc;
-}
-
 /* A status back to Fortran, unless the caller passed MPI_STATUS_IGNORE. */
 static void status_out(const MPI_Status *c, MPI_Fint *f)
 {
@@ -61,7 +56,7 @@ static void reqs_out(reqs_t *r, int n, MPI_Fint *f)
 static int no_memory(MPI_Fint *ierr)
 {
     int rc = PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_NO_MEM);
-    set_ierr(ierr, MPI_ERR_NO_MEM);
+    har_fortran_set_ierror(ierr, MPI_ERR_NO_MEM);
     return rc;
 }
 
@@ -77,9 +72,9 @@ static void f_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint
                          MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 {
     MPI_Request req;
-    int rc = har_iallreduce(har_fortran_buffer(sendbuf, 1), har_fortran_buffer(recvbuf, 0), (int)*count, PMPI_Type_f2c(*datatype),
-                            PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm), &req, HAR_BINDING_INT);
-    set_ierr(ierr, rc);
+    int rc = har_iallreduce(F_SEND(sendbuf), F_BUF(recvbuf), F_INT(count), F_TYPE(datatype), F_OP(op), F_COMM(comm),
+                            &req, HAR_BINDING_INT);
+    har_fortran_set_ierror(ierr, rc);
     if (rc == MPI_SUCCESS) *request = PMPI_Request_c2f(req);
 }
 HAR_FORTRAN_SPELLINGS(f_iallreduce, MPI_IALLREDUCE, mpi_iallreduce)
@@ -92,9 +87,9 @@ static void f_allreduce_init(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_
                              MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr)
 {
     MPI_Request req;
-    int rc = har_allreduce_init(har_fortran_buffer(sendbuf, 1), har_fortran_buffer(recvbuf, 0), (int)*count, PMPI_Type_f2c(*datatype),
-                                PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info), &req, HAR_BINDING_INT);
-    set_ierr(ierr, rc);
+    int rc = har_allreduce_init(F_SEND(sendbuf), F_BUF(recvbuf), F_INT(count), F_TYPE(datatype), F_OP(op),
+                                F_COMM(comm), PMPI_Info_f2c(*info), &req, HAR_BINDING_INT);
+    har_fortran_set_ierror(ierr, rc);
     if (rc == MPI_SUCCESS) *request = PMPI_Request_c2f(req);
 }
 #ifdef HAR_ALLREDUCE_INIT_IS_MPIX
@@ -110,7 +105,7 @@ static void f_wait(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr)
     MPI_Request req = PMPI_Request_f2c(*request);
     MPI_Status st;
     int rc = har_wait(&req, &st);
-    set_ierr(ierr, rc);
+    har_fortran_set_ierror(ierr, rc);
     if (rc != MPI_SUCCESS) return;
     *request = PMPI_Request_c2f(req);
     status_out(&st, status);
@@ -122,7 +117,7 @@ static void f_test(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint
     MPI_Request req = PMPI_Request_f2c(*request);
     MPI_Status st;
     int done = 0, rc = har_test(&req, &done, &st);
-    set_ierr(ierr, rc);
+    har_fortran_set_ierror(ierr, rc);
     *flag = done != 0;
     if (rc != MPI_SUCCESS || !done) return;
     *request = PMPI_Request_c2f(req);
@@ -136,7 +131,7 @@ static void f_waitall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *statuses, M
     int n = (int)*count;
     if (!reqs_in(&r, n, requests)) return (void)no_memory(ierr);
     int rc = har_waitall(n, r.req, r.st);
-    set_ierr(ierr, rc);
+    har_fortran_set_ierror(ierr, rc);
     reqs_out(&r, rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS ? n : 0, requests);
     if (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) statuses_out(r.st, statuses, n);
 }
@@ -148,7 +143,7 @@ static void f_testall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *flag, MPI_F
     int n = (int)*count, done = 0;
     if (!reqs_in(&r, n, requests)) return (void)no_memory(ierr);
     int rc = har_testall(n, r.req, &done, r.st);
-    set_ierr(ierr, rc);
+    har_fortran_set_ierror(ierr, rc);
     *flag = done != 0;
     reqs_out(&r, rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS ? n : 0, requests);
     if ((rc == MPI_SUCCESS && done) || rc == MPI_ERR_IN_STATUS) statuses_out(r.st, statuses, n);
@@ -162,7 +157,7 @@ static void f_waitany(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_
     int n = (int)*count, i = MPI_UNDEFINED;
     if (!reqs_in(&r, n, requests)) return (void)no_memory(ierr);
     int rc = har_waitany(n, r.req, &i, r.st);
-    set_ierr(ierr, rc);
+    har_fortran_set_ierror(ierr, rc);
     reqs_out(&r, rc == MPI_SUCCESS ? n : 0, requests);
     if (rc != MPI_SUCCESS) return;
     *index = i == MPI_UNDEFINED ? MPI_UNDEFINED : i + 1;
@@ -177,7 +172,7 @@ static void f_testany(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *index, MPI_
     int n = (int)*count, i = MPI_UNDEFINED, done = 0;
     if (!reqs_in(&r, n, requests)) return (void)no_memory(ierr);
     int rc = har_testany(n, r.req, &i, &done, r.st);
-    set_ierr(ierr, rc);
+    har_fortran_set_ierror(ierr, rc);
     *flag = done != 0;
     reqs_out(&r, rc == MPI_SUCCESS ? n : 0, requests);
     if (rc != MPI_SUCCESS) return;
@@ -198,7 +193,7 @@ static void some(int wait, MPI_Fint *incount, MPI_Fint *requests, MPI_Fint *outc
         return (void)no_memory(ierr);
     }
     int rc = wait ? har_waitsome(n, r.req, &out, idx, r.st) : har_testsome(n, r.req, &out, idx, r.st);
-    set_ierr(ierr, rc);
+    har_fortran_set_ierror(ierr, rc);
     int ok = rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS;
     reqs_out(&r, ok ? n : 0, requests);
     if (ok) {
@@ -227,7 +222,7 @@ static void f_request_get_status(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *st
 {
     MPI_Status st;
     int done = 0, rc = har_request_get_status(PMPI_Request_f2c(*request), &done, &st);
-    set_ierr(ierr, rc);
+    har_fortran_set_ierror(ierr, rc);
     *flag = done != 0;
     if (rc == MPI_SUCCESS && done) status_out(&st, status);
 }
@@ -237,7 +232,7 @@ static void f_request_free(MPI_Fint *request, MPI_Fint *ierr)
 {
     MPI_Request req = PMPI_Request_f2c(*request);
     int rc = har_request_free(&req);
-    set_ierr(ierr, rc);
+    har_fortran_set_ierror(ierr, rc);
     if (rc == MPI_SUCCESS) *request = PMPI_Request_c2f(MPI_REQUEST_NULL);
 }
 HAR_FORTRAN_SPELLINGS(f_request_free, MPI_REQUEST_FREE, mpi_request_free)
@@ -246,7 +241,7 @@ static void f_start(MPI_Fint *request, MPI_Fint *ierr)
 {
     MPI_Request req = PMPI_Request_f2c(*request);
     int rc = har_start(&req);
-    set_ierr(ierr, rc);
+    har_fortran_set_ierror(ierr, rc);
     if (rc == MPI_SUCCESS) *request = PMPI_Request_c2f(req);  /* a start may hand back another handle */
 }
 HAR_FORTRAN_SPELLINGS(f_start, MPI_START, mpi_start)
@@ -257,7 +252,7 @@ static void f_startall(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *ierr)
     int n = (int)*count;
     if (!reqs_in(&r, n, requests)) return (void)no_memory(ierr);
     int rc = har_startall(n, r.req);
-    set_ierr(ierr, rc);
+    har_fortran_set_ierror(ierr, rc);
     reqs_out(&r, n, requests);
 }
 HAR_FORTRAN_SPELLINGS(f_startall, MPI_STARTALL, mpi_startall)

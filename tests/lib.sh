@@ -100,6 +100,13 @@ gpu_suite() {
     esac
 }
 
+# fortran_compiler: $fc, this MPI's Fortran compiler (beside $MPICC), or
+# the whole test skipped, saying so.
+fortran_compiler() {
+    fc=$(echo "${MPICC:-mpicc}" | sed 's/mpicc/mpifort/')
+    command -v "$fc" > /dev/null 2>&1 || { echo "1..0 # SKIP no Fortran compiler $fc"; exit 0; }
+}
+
 # fortran_builds BINDING SOURCE FLAGS...: builds a Fortran test program
 # with this MPI's Fortran compiler ($fc) twice, as two checks:
 # $tmp/relinked, linked with -lhar, and $tmp/linked, with the test build.

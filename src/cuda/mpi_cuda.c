@@ -14,11 +14,8 @@ static int kinds_hold_cuda_device(const char *kinds)
 {
     char list[sizeof facts.alloc_kinds], *save = NULL;
     snprintf(list, sizeof list, "%s", kinds);
-    for (char *kind = strtok_r(list, ",", &save); kind; kind = strtok_r(NULL, ",", &save)) {
-        while (*kind == ' ') kind++;
-        if (strncmp(kind, "cuda", 4) != 0 || (kind[4] != '\0' && kind[4] != ':' && kind[4] != ' ')) continue;
-        if (kind[4] != ':' || strstr(kind + 4, "device")) return 1;
-    }
+    for (char *kind = strtok_r(list, ", ", &save); kind; kind = strtok_r(NULL, ", ", &save))
+        if (strcmp(kind, "cuda") == 0 || (strncmp(kind, "cuda:", 5) == 0 && strstr(kind + 5, "device"))) return 1;
     return 0;
 }
 
@@ -41,7 +38,7 @@ void har_mpi_cuda_decide(const har_mpi_facts_t *f, const char *const settings[3]
     int open_mpi = strncmp(f->library, "Open MPI", 8) == 0;
     char why[160];
     memset(out, 0, sizeof *out);
-    if (f->alloc_kinds[0] && kinds_hold_cuda_device(f->alloc_kinds)) {
+    if (kinds_hold_cuda_device(f->alloc_kinds)) {
         /* MPI 4.1: a kind listed there is taken by every operation. */
         snprintf(why, sizeof why, "MPI_COMM_WORLD's mpi_memory_alloc_kinds lists CUDA device memory (%.60s)",
                  f->alloc_kinds);

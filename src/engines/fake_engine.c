@@ -1,10 +1,10 @@
 /* The test build's engine: the least an engine can be, and the proof that
  * adding one takes its file (and its place in Makefile.am's list), its line
  * in paths.h's HAR_ENGINE_LIST and its tests, nothing more. Every local
- * rank gathers every rank's input (host copies, over the node communicator, waited for like any exchange)
- * and reduces it alone in rank order: results bitwise identical on every
- * rank. One node, any buffers; only when HAR_ALGO (or har_set_algo) names
- * it. */
+ * rank gathers every rank's input (host copies, over the node
+ * communicator, waited for like any exchange) and reduces it alone in rank
+ * order: results bitwise identical on every rank. One node, any buffers;
+ * only when HAR_ALGO (or har_set_algo) names it. */
 #include <stdlib.h>
 #include <string.h>
 #include "engines/engine.h"

@@ -9,8 +9,7 @@
 # Fortran spellings (mpi_wrappers/fortran_requests.c); MPICH's call the C
 # functions. Skipped without this MPI's Fortran compiler.
 . "$top_srcdir/tests/lib.sh"
-fc=$(echo "${MPICC:-mpicc}" | sed 's/mpicc/mpifort/')
-if ! command -v "$fc" > /dev/null 2>&1; then echo "1..0 # SKIP no Fortran compiler $fc"; exit 0; fi
+fortran_compiler
 src="$top_srcdir/tests/mpi/frequests.f90"
 # gfortran 10 on refuses one buffer argument of several ranks without this
 fflags="-cpp -fallow-argument-mismatch"
