@@ -100,7 +100,7 @@ static void say_why_not(const har_comm_t *c, const har_plan_in_t *in)
     }
 }
 
-int har_call_wants_cuda(const har_node_t *node, const har_call_t *call, uint64_t no)
+int har_comm_wants_cuda(const har_node_t *node, const har_call_t *call, uint64_t no)
 {
 #ifdef HAR_TEST_HOOKS
     char who[16];
@@ -118,10 +118,11 @@ int har_call_wants_cuda(const har_node_t *node, const har_call_t *call, uint64_t
  * moves; this names the lowest local rank that differs from local rank 0. */
 static har_status_t compare(har_node_t *node, uint64_t no)
 {
-    const har_arrival_t *first = &har_seg_ctl(&node->seg, 0)->arrival[no & 1];
+    const har_arrival_t *first = &har_node_seg_ctl(&node->seg, 0)->arrival[no & 1];
     for (int r = 1; r < node->local_size; r++) {
-        const har_arrival_t *a = &har_seg_ctl(&node->seg, r)->arrival[no & 1];
-        if (har_arrival_differs(first, a) != HAR_OK) return har_calls_differ(node, 0, first, r, a, r, "arrival");
+        const har_arrival_t *a = &har_node_seg_ctl(&node->seg, r)->arrival[no & 1];
+        if (har_node_arrival_differs(first, a) != HAR_OK)
+            return har_node_calls_differ(node, 0, first, r, a, r, "arrival");
     }
     return HAR_OK;
 }
@@ -130,7 +131,7 @@ static har_status_t compare(har_node_t *node, uint64_t no)
  * signals: the call's first step, for peers that wait at the arrival. */
 static har_arrival_t *post(har_comm_t *c, const har_call_t *call, uint64_t no, unsigned flags)
 {
-    har_arrival_t *mine = &har_seg_ctl(&c->node.seg, c->node.local_rank)->arrival[no & 1];
+    har_arrival_t *mine = &har_node_seg_ctl(&c->node.seg, c->node.local_rank)->arrival[no & 1];
     int on_gpu = call->gpu >= 0;
     if (!on_gpu && !c->surveyed && call->cuda && c->node.nnodes == 1) {
         if (wanted(c->node.comm, 0)) flags |= HAR_ARRIVE_WANTS_DEVICE;
@@ -144,9 +145,9 @@ static har_arrival_t *post(har_comm_t *c, const har_call_t *call, uint64_t no, u
     __atomic_store_n(&mine->call, (uint32_t)no, __ATOMIC_RELAXED);
     atomic_thread_fence(memory_order_release);
     mine->dev = on_gpu ? call->gpu + 1 : 0;
-    har_arrival_of(mine, call, no);
+    har_node_arrival_of(mine, call, no);
     HAR_TEST_POINT("arrival");
-    har_seg_signal(&c->node.seg);
+    har_node_seg_signal(&c->node.seg);
     return mine;
 }
 
@@ -157,7 +158,7 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const h
                            agreed_t *agreed)
 {
     har_node_t *node = &c->node;
-    har_seg_t *seg = &node->seg;
+    har_node_seg_t *seg = &node->seg;
     const har_engine_t *e = har_engines[host->engine];
     /* streamed: the input never enters the slot whole; bad: there is none to read */
     load = load && e && e->preload && !host->streamed && !call->bad;
@@ -177,9 +178,9 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const h
     agreed->current_ranks = 0;
     agreed->beside = 0;
     for (int r = 0; r < node->local_size; r++) {
-        const har_arrival_t *a = &har_seg_ctl(seg, r)->arrival[no & 1];
+        const har_arrival_t *a = &har_node_seg_ctl(seg, r)->arrival[no & 1];
         if (a->bad && bad < 0) bad = r;
-        same &= har_arrival_differs(a, mine) == HAR_OK;
+        same &= har_node_arrival_differs(a, mine) == HAR_OK;
         loaded &= (a->flags & HAR_ARRIVE_LOADED) != 0;
         agreed->all_device &= a->dev != 0 && (a->flags & HAR_ARRIVE_SAME);
         agreed->ctx_ranks += (a->flags & HAR_ARRIVE_CTX) != 0;
@@ -191,7 +192,7 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const h
     if (bad >= 0) {
         /* Every local rank fails the call here, the other nodes by the
          * notice; the rank at fault gets the MPI's class for its buffer. */
-        har_note("%s", har_buffers_text(har_seg_ctl(seg, bad)->arrival[no & 1].bad));
+        har_note("%s", har_node_buffers_text(har_node_seg_ctl(seg, bad)->arrival[no & 1].bad));
         har_node_fail(node, HAR_ERR_BUFFER, bad, "arrival");
         return mine->bad ? HAR_ERR_BUFFER : HAR_ERR_PEER_FAILED;
     }
@@ -229,7 +230,7 @@ static void setup(har_comm_t *c, int e, const agreed_t *agreed)
 static har_status_t set_up_for_device(har_comm_t *c, har_plan_in_t in, agreed_t *agreed)
 {
     har_node_t *node = &c->node;
-    har_status_t st = har_gpu_survey(node, har_cuda_current_device(), &c->gpu);
+    har_status_t st = har_cuda_survey(node, har_cuda_current_device(), &c->gpu);
     if (st != HAR_OK) return st;
     c->surveyed = 1;
     wanted(node->comm, 1);
@@ -296,7 +297,7 @@ static int failed_before(har_comm_t *c)
     return 1;
 }
 
-struct har_pending {
+struct har_comm_pending {
     har_comm_t *c;          /* NULL once ended */
     int engine;
     void *op;               /* the engine's handle */
@@ -307,7 +308,7 @@ struct har_pending {
 
 /* Tests p once; 1 once it has ended. A call that failed fails its
  * communicator for good, as a blocking call does. */
-static int advance(har_pending_t *p)
+static int advance(har_comm_pending_t *p)
 {
     if (atomic_load_explicit(&p->ended, memory_order_acquire)) return 1;
     int idle = 0;
@@ -330,14 +331,14 @@ static int advance(har_pending_t *p)
     return atomic_load_explicit(&p->ended, memory_order_acquire);
 }
 
-int har_pending_test(har_pending_t *p, har_status_t *st)
+int har_comm_pending_test(har_comm_pending_t *p, har_status_t *st)
 {
     if (!advance(p)) return 0;
     *st = p->st;
     return 1;
 }
 
-void har_pending_free(har_pending_t *p) { free(p); }
+void har_comm_pending_free(har_comm_pending_t *p) { free(p); }
 
 /* Call `no` takes the arrival record and the device slots of the call two
  * before it: that call, if still running here, ends first. `drive`: the
@@ -345,7 +346,7 @@ void har_pending_free(har_pending_t *p) { free(p); }
  * that call). */
 static void end_older(har_comm_t *c, uint64_t no, int drive)
 {
-    har_pending_t *p;
+    har_comm_pending_t *p;
     while ((p = c->open[no & 1]) && !advance(p)) {
         int flag;
         if (drive) PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, c->node.comm, &flag, MPI_STATUS_IGNORE);
@@ -445,7 +446,7 @@ static har_status_t plan_at_arrival(har_comm_t *c, har_call_t *call, uint64_t no
     }
     in.on_device = 1;
     if (!c->surveyed) {
-        if ((st = har_gpu_survey(node, call->gpu, &c->gpu)) != HAR_OK) return st;
+        if ((st = har_cuda_survey(node, call->gpu, &c->gpu)) != HAR_OK) return st;
         c->surveyed = 1;
         in.shared_gpu = c->gpu.shared_gpu;
         say_why_not(c, &in);
@@ -474,7 +475,7 @@ static int goes_ahead(const har_comm_t *c, const har_call_t *call)
 har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan)
 {
     har_node_t *node = &c->node;
-    har_seg_hdr_t *hdr = node->seg.hdr;
+    har_node_seg_hdr_t *hdr = node->seg.hdr;
     call->beside = atomic_fetch_add(&in_progress, 1) > 0;
     if (failed_before(c)) return HAR_ERR_PEER_FAILED;
     mpi_plan(plan);
@@ -489,7 +490,7 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
             c->cuda_node = 1;
             HAR_LOG(HAR_LOG_DEBUG, "node %d: a local rank has CUDA; every call from call %llu starts with an "
                     "arrival", node->node, (unsigned long long)from);
-        } else if (from == UINT64_MAX && har_call_wants_cuda(node, call, no)) {
+        } else if (from == UINT64_MAX && har_comm_wants_cuda(node, call, no)) {
             uint64_t unset = UINT64_MAX;
             atomic_compare_exchange_strong(&hdr->cuda_from_call, &unset, no + 1);
         }
@@ -515,7 +516,7 @@ har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har
 }
 
 har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan,
-                            har_pending_t **pending)
+                            har_comm_pending_t **pending)
 {
     har_node_t *node = &c->node;
     *pending = NULL;
@@ -547,7 +548,7 @@ har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, ha
         return st == HAR_OK && plan->engine != HAR_PATH_MPI ? har_comm_run(c, call, plan) : st;
     }
     if (!anywhere) post(c, call, no, HAR_ARRIVE_AHEAD);
-    har_pending_t *p = calloc(1, sizeof *p);
+    har_comm_pending_t *p = calloc(1, sizeof *p);
     if (!p) {
         har_note("no memory for a non-blocking call");
         return HAR_ERR_INTERNAL;  /* its peers went ahead: the caller fails the communicator */
@@ -590,7 +591,7 @@ har_status_t har_comm_enqueue(har_comm_t *c, har_call_t *call, unsigned forced, 
     if (call->bad) {
         /* Its peers' kernels are queued already: the failure recorded here
          * stops them (their engines watch the node). */
-        har_note("%s", har_buffers_text(call->bad));
+        har_note("%s", har_node_buffers_text(call->bad));
         har_node_fail(node, HAR_ERR_BUFFER, -1, "enqueue");
         return HAR_ERR_BUFFER;
     }
@@ -604,9 +605,9 @@ static har_status_t compare_results(har_comm_t *c, const har_call_t *call)
     har_node_t *node = &c->node;
     char *host = call->out_kind == HAR_MEM_HOST ? call->out : har_stage_get(call->bytes);
     if (!host) return HAR_ERR_INTERNAL;
-    har_status_t st = host == call->out ? HAR_OK : har_mem_copy(host, HAR_MEM_HOST, call->out, call->out_kind,
+    har_status_t st = host == call->out ? HAR_OK : har_cuda_copy(host, HAR_MEM_HOST, call->out, call->out_kind,
                                                                 call->bytes);
-    uint64_t sum = st == HAR_OK ? har_check_sum(host, call->bytes, 0) : 0;
+    uint64_t sum = st == HAR_OK ? har_host_checksum(host, call->bytes, 0) : 0;
     if (host != call->out) har_stage_put(host);
     if (st != HAR_OK) return st;
     uint64_t mine[2] = {sum, ~sum}, least[2];  /* min and max in one exchange */
@@ -648,9 +649,9 @@ static void corrupt_result(const har_node_t *node, const har_call_t *call)
         return;
     unsigned char byte;
     char *at = call->out + (size_t)index * call->red.elem_size + call->red.elem_size - 1;
-    har_mem_copy(&byte, HAR_MEM_HOST, at, call->out_kind, 1);
+    har_cuda_copy(&byte, HAR_MEM_HOST, at, call->out_kind, 1);
     byte ^= 0x40;
-    har_mem_copy(at, call->out_kind, &byte, HAR_MEM_HOST, 1);
+    har_cuda_copy(at, call->out_kind, &byte, HAR_MEM_HOST, 1);
 }
 #endif
 

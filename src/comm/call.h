@@ -25,7 +25,7 @@ HAR_HIDDEN void har_comm_done(void);
 HAR_HIDDEN har_status_t har_comm_fail(har_comm_t *c, har_status_t st);
 /* A non-blocking call (MPI_Iallreduce) har serves itself, started and
  * owned by its request (entry/requests.c) until it ends and is freed. */
-typedef struct har_pending har_pending_t;
+typedef struct har_comm_pending har_comm_pending_t;
 /* Plans a non-blocking call. har serves it where its plan goes ahead on an
  * engine that can start calls, on a communicator already set up for its
  * device buffers: a decision every rank makes alike from what they share.
@@ -35,7 +35,7 @@ typedef struct har_pending har_pending_t;
  * the MPI's non-blocking call serves it. A failure fails the communicator
  * for good, as in a blocking call. */
 HAR_HIDDEN har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan,
-                                       har_pending_t **pending);
+                                       har_comm_pending_t **pending);
 /* Plans a stream-ordered call (har_allreduce_enqueue) and, where har's
  * kernels serve it, queues it on `stream` (a cudaStream_t; `captured`: into
  * the CUDA graph the stream is capturing) and returns:
@@ -49,9 +49,9 @@ HAR_HIDDEN har_status_t har_comm_enqueue(har_comm_t *c, har_call_t *call, unsign
                                          int captured, har_plan_t *plan);
 /* Without waiting: 1 once the call has ended (its status in *st, the MPI's
  * class of a differing call included), 0 while it runs. */
-HAR_HIDDEN int har_pending_test(har_pending_t *p, har_status_t *st);
+HAR_HIDDEN int har_comm_pending_test(har_comm_pending_t *p, har_status_t *st);
 /* Gives an ended call back. */
-HAR_HIDDEN void har_pending_free(har_pending_t *p);
+HAR_HIDDEN void har_comm_pending_free(har_comm_pending_t *p);
 /* Ends every call started on c (the state is about to go): waits without
  * driving the MPI. */
 HAR_HIDDEN void har_comm_end_open(har_comm_t *c);
@@ -64,6 +64,6 @@ HAR_HIDDEN void har_comm_want_device(MPI_Comm comm);
 
 /* Does this rank have CUDA at call `no`: device buffers, or a current
  * context? (Cheap while the application has not loaded libcuda.) */
-HAR_HIDDEN int har_call_wants_cuda(const har_node_t *node, const har_call_t *call, uint64_t no);
+HAR_HIDDEN int har_comm_wants_cuda(const har_node_t *node, const har_call_t *call, uint64_t no);
 
 #endif

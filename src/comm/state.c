@@ -76,7 +76,7 @@ static void state_free(har_comm_t *c)
     HAR_TEST_POINT("free");
     if (c->mode == HAR_COMM_SERVED) har_comm_end_open(c);  /* MPI_Comm_free with calls still running: they end first */
     if (must_meet(c) && !finalizing) {  /* on the host segment (MPI_Comm_free is collective) */
-        har_seg_signal(&node->seg);
+        har_node_seg_signal(&node->seg);
         if (har_node_wait_all(node, "free") != HAR_OK) c->mode = HAR_COMM_FAILED;
     }
     /* A failed call leaves MPI transfers that cancelling cannot stop (a
@@ -89,7 +89,7 @@ static void state_free(har_comm_t *c)
     for (int e = 0; !keep && e < HAR_PATH_COUNT; e++)
         if (c->eng[e].impl) har_engines[e]->destroy(c->eng[e].impl);
     if (!keep) {
-        har_gpu_release(&c->gpu);
+        har_cuda_gpu_release(&c->gpu);
         release_segment(c);
         free(node->scratch);
         free(node->ring_msgs);
@@ -205,7 +205,7 @@ void har_comm_finalize(void)
     for (har_comm_t *c = live; c; c = c->next)
         if (c->mode == HAR_COMM_SERVED) har_comm_end_open(c);  /* requests left running (erroneous): end them */
     for (har_comm_t *c = live; c; c = c->next)
-        if (must_meet(c)) har_seg_signal(&c->node.seg);
+        if (must_meet(c)) har_node_seg_signal(&c->node.seg);
     for (har_comm_t *c = live; c; c = c->next)
         if (must_meet(c) && har_node_wait_all(&c->node, "finalize") != HAR_OK) c->mode = HAR_COMM_FAILED;
     finalizing = 1;
@@ -229,7 +229,7 @@ void har_comm_finalize(void)
 /* Rank 0's settings, with its tuning table: every rank plans alike. */
 static har_status_t settings_setup(har_comm_t *c)
 {
-    typedef struct { int ntune; har_tune_row_t tune[HAR_TUNE_MAX_ROWS]; } rows_t;
+    typedef struct { int ntune; har_plan_tune_row_t tune[HAR_TUNE_MAX_ROWS]; } rows_t;
     size_t values = har_config_rank0_bytes();
     char *blob = malloc(values + sizeof(rows_t));
     har_config_t *merged = malloc(sizeof *merged);
@@ -244,7 +244,7 @@ static har_status_t settings_setup(har_comm_t *c)
             static int reported;  /* a refused table is said once per process */
             char source[HAR_VAR_TEXT];
             har_config_rank0_pack(&har_cfg, blob);
-            rows->ntune = har_tune_load(HAR_CFG(tuning).s, rows->tune, HAR_TUNE_MAX_ROWS, source, sizeof source,
+            rows->ntune = har_plan_tune_load(HAR_CFG(tuning).s, rows->tune, HAR_TUNE_MAX_ROWS, source, sizeof source,
                                         !__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED));
         }
         st = har_node_exchange(&c->node, PMPI_Ibcast(blob, (int)(values + sizeof(rows_t)), MPI_BYTE, 0, c->node.comm,
@@ -252,7 +252,7 @@ static har_status_t settings_setup(har_comm_t *c)
         if (st == HAR_OK) {
             *merged = har_cfg;
             har_config_rank0_unpack(merged, blob);
-            har_settings_from(merged, &c->set);
+            har_plan_settings_from(merged, &c->set);
             c->set.ntune = rows->ntune;
             memcpy(c->set.tune, rows->tune, sizeof rows->tune);
             c->node.set = &c->set;
@@ -293,7 +293,7 @@ static har_status_t node_table(har_comm_t *c, MPI_Comm leaders)
         for (int r = 0; r < node->local_size; r++) node->peers[r] = all[r].peer;
         node->node = all[0].node;
         node->nnodes = all[0].nnodes;
-        har_cpu_class(all[0].cores, c->host_cls, sizeof c->host_cls);
+        har_node_cpu_class(all[0].cores, c->host_cls, sizeof c->host_cls);
     } else if (st == HAR_ERR_INTERNAL) {
         har_node_fail(node, st, -1, "set-up");
     }
@@ -365,13 +365,13 @@ static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
         return HAR_OK;
     }
     size_t slot = (size_t)c->set.slot_bytes;
-    if ((st = har_share_segment(node, slot, &ok)) != HAR_OK) return st;
+    if ((st = har_node_share(node, slot, &ok)) != HAR_OK) return st;
     if (!ok) uncount_segment();
     node->scratch = ok ? malloc(slot) : NULL;
     /* Agreed in one exchange: whether every rank is set up, and whether some
      * rank has CUDA already (then every call starts with an arrival). */
     int mine[2] = {ok && node->scratch && har_inter_setup(node) == HAR_OK,
-                   ok && har_call_wants_cuda(node, call, 0) ? -1 : 0}, all[2];
+                   ok && har_comm_wants_cuda(node, call, 0) ? -1 : 0}, all[2];
     st = har_node_exchange(node, PMPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MIN, comm, &req), &req, "set-up");
     if (st != HAR_OK) return st;
     c->mode = all[0] ? HAR_COMM_SERVED : HAR_COMM_FORWARDED;
@@ -386,7 +386,7 @@ static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
     HAR_LOG(HAR_LOG_DEBUG, "communicator of %d ranks: node %d of %d, local rank %d of %d, %s, segment %zu bytes, "
             "host class %s", node->size, node->node, node->nnodes, node->local_rank, node->local_size,
             node->nnodes == 1 ? "one node" : node->uniform ? "rails" : "leader",
-            har_seg_bytes(node->local_size, slot), c->host_cls);
+            har_node_seg_bytes(node->local_size, slot), c->host_cls);
     return HAR_OK;
 }
 
@@ -416,7 +416,7 @@ har_comm_t *har_comm_get(MPI_Comm comm, const har_call_t *call, har_status_t *st
     c->node.comm = comm;
     c->node.node_comm = c->node.rail_comm = c->node.leader_comm = c->node.notice_comm = MPI_COMM_NULL;
     c->node.notice_req = MPI_REQUEST_NULL;
-    har_watch_none(&c->node.watch);
+    har_node_watch_none(&c->node.watch);
     int inter = 0, size = 1;
     PMPI_Comm_test_inter(comm, &inter);
     if (!inter) PMPI_Comm_size(comm, &size);

@@ -28,13 +28,13 @@ typedef struct har_comm {
     uint64_t calls;                 /* calls planned on this communicator: the same count on every rank */
     int cuda_node;                  /* the node agreed some rank has CUDA: every call starts with an arrival */
     int surveyed;                   /* gpu holds the node's device survey */
-    har_gpu_t gpu;
+    har_cuda_gpu_t gpu;
     char host_cls[HAR_CLASS_LEN];   /* the class the table's host rows are keyed by */
     har_engine_slot_t eng[HAR_PATH_COUNT];  /* by engine path */
     /* Non-blocking calls started here and not yet ended, by call parity
      * (comm/call.c: a call may start only once the one two before it
      * ended). */
-    struct har_pending *open[2];
+    struct har_comm_pending *open[2];
 } har_comm_t;
 
 HAR_HIDDEN void har_comm_init(void);

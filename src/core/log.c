@@ -15,10 +15,10 @@ static char host[64];
 void har_log_set_rank(int rank)
 {
     log_rank = rank;
-    har_host();
+    har_hostname();
 }
 
-const char *har_host(void)
+const char *har_hostname(void)
 {
     if (!host[0] && gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "?");
     return host;

@@ -13,7 +13,7 @@ extern HAR_HIDDEN int har_log_level;
 
 HAR_HIDDEN void har_log_set_rank(int rank);
 /* This machine's name, as log lines and failure messages give it. */
-HAR_HIDDEN const char *har_host(void);
+HAR_HIDDEN const char *har_hostname(void);
 HAR_HIDDEN void har_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 HAR_HIDDEN void har_log_at(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

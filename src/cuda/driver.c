@@ -31,7 +31,7 @@ static struct {
     CUresult (*stream_is_capturing)(CUstream, CUstreamCaptureStatus *);  /* CUDA 10 on; may be NULL */
     CUresult (*get_error_string)(CUresult, const char **);
     CUresult (*ctx_get_exec_affinity)(CUexecAffinityParam *, CUexecAffinityType);  /* CUDA 11.4 on; may be NULL */
-    har_cu_device_api_t dev;
+    har_cuda_device_api_t dev;
 } cu;
 static pthread_mutex_t cu_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -94,7 +94,7 @@ static int cuda_bind(void)
     return loaded;
 }
 
-har_mem_kind_t har_mem_kind(const void *p, int *device)
+har_mem_kind_t har_cuda_mem_kind(const void *p, int *device)
 {
     unsigned int type = 0;
     int managed = 0, ordinal = -1;
@@ -156,7 +156,7 @@ void har_cuda_context_restore(void *ctx)
     if (cuda_bind()) cu.ctx_set_current((CUcontext)ctx);
 }
 
-const har_cu_device_api_t *har_cu_device_api(void) { return cuda_bind() ? &cu.dev : NULL; }
+const har_cuda_device_api_t *har_cuda_device_api(void) { return cuda_bind() ? &cu.dev : NULL; }
 
 int har_cuda_context_sms(void)
 {
@@ -167,7 +167,7 @@ int har_cuda_context_sms(void)
     return (int)aff.param.smCount.val;
 }
 
-har_status_t har_mem_copy(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind, size_t bytes)
+har_status_t har_cuda_copy(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind, size_t bytes)
 {
     if (bytes == 0) return HAR_OK;
     if (dst_kind == HAR_MEM_HOST && src_kind == HAR_MEM_HOST) {
@@ -218,7 +218,7 @@ int har_cuda_stream_capturing(void *stream)
            status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 #else
-har_mem_kind_t har_mem_kind(const void *p, int *device)
+har_mem_kind_t har_cuda_mem_kind(const void *p, int *device)
 {
     (void)p;
     *device = -1;
@@ -231,7 +231,7 @@ int har_cuda_current_device(void) { return -1; }
 int har_cuda_context_sms(void) { return -1; }
 void *har_cuda_context_save(void) { return NULL; }
 void har_cuda_context_restore(void *ctx) { (void)ctx; }
-har_status_t har_mem_copy(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind, size_t bytes)
+har_status_t har_cuda_copy(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind, size_t bytes)
 {
     (void)dst_kind; (void)src_kind;
     if (bytes) memcpy(dst, src, bytes);

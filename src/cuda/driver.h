@@ -16,9 +16,9 @@
 /* The kind of memory at p and, for device and managed memory, the GPU that
  * holds it (ordinal in this process's numbering; -1 for host memory). One
  * driver query. */
-HAR_HIDDEN har_mem_kind_t har_mem_kind(const void *p, int *device);
+HAR_HIDDEN har_mem_kind_t har_cuda_mem_kind(const void *p, int *device);
 /* Copies between any two kinds; HAR_OK or HAR_ERR_CUDA (logged). */
-HAR_HIDDEN har_status_t har_mem_copy(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind,
+HAR_HIDDEN har_status_t har_cuda_copy(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind,
                                      size_t bytes);
 /* Waits for the work queued on `stream` (a CUstream or cudaStream_t; NULL:
  * the legacy default stream); HAR_OK, or HAR_ERR_CUDA with a note. */
@@ -58,9 +58,9 @@ typedef struct {
     CUresult (*device_can_access_peer)(int *, CUdevice, CUdevice);
     CUresult (*device_get_pci_bus_id)(char *, int, CUdevice);
     CUresult (*device_get_attribute)(int *, CUdevice_attribute, CUdevice);
-} har_cu_device_api_t;
+} har_cuda_device_api_t;
 /* NULL unless libcuda is loaded and has them all. */
-HAR_HIDDEN const har_cu_device_api_t *har_cu_device_api(void);
+HAR_HIDDEN const har_cuda_device_api_t *har_cuda_device_api(void);
 #endif
 
 #endif

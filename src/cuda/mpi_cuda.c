@@ -5,8 +5,8 @@
 #include "core/config.h"
 #include "cuda/mpi_cuda.h"
 
-static har_mpi_facts_t facts = {"", -1, -1, ""};
-static har_mpi_cuda_t answers;
+static har_cuda_mpi_facts_t facts = {"", -1, -1, ""};
+static har_cuda_mpi_t answers;
 
 /* Does a list of memory allocation kinds ("system,mpi,cuda:device,...")
  * hold CUDA device memory: "cuda" with no restrictor, or with "device"? */
@@ -19,21 +19,21 @@ static int kinds_hold_cuda_device(const char *kinds)
     return 0;
 }
 
-static void answer(har_mpi_answer_t *a, int yes, const char *why)
+static void answer(har_cuda_mpi_answer_t *a, int yes, const char *why)
 {
     a->yes = yes;
     snprintf(a->why, sizeof a->why, "%s", why);
 }
 
 /* The user's word over the MPI's: "0" or "1" wins, named. */
-static void override(har_mpi_answer_t *a, const char *setting, const char *name)
+static void override(har_cuda_mpi_answer_t *a, const char *setting, const char *name)
 {
     if (strcmp(setting, "0") != 0 && strcmp(setting, "1") != 0) return;
     a->yes = setting[0] == '1';
     snprintf(a->why, sizeof a->why, "%s=%s, your setting", name, setting);
 }
 
-void har_mpi_cuda_decide(const har_mpi_facts_t *f, const char *const settings[3], har_mpi_cuda_t *out)
+void har_cuda_mpi_decide(const har_cuda_mpi_facts_t *f, const char *const settings[3], har_cuda_mpi_t *out)
 {
     int open_mpi = strncmp(f->library, "Open MPI", 8) == 0;
     char why[160];
@@ -81,7 +81,7 @@ void har_mpi_cuda_decide(const har_mpi_facts_t *f, const char *const settings[3]
 
 /* The MPI's own answers, looked up at run time: the query functions differ
  * between MPIs and releases, and linking one would tie libhar to it. */
-static void gather(har_mpi_facts_t *f)
+static void gather(har_cuda_mpi_facts_t *f)
 {
     char text[MPI_MAX_LIBRARY_VERSION_STRING] = "";
     int len = 0;
@@ -109,15 +109,15 @@ static void gather(har_mpi_facts_t *f)
     PMPI_Info_free(&info);
 }
 
-void har_mpi_cuda_init(void)
+void har_cuda_mpi_init(void)
 {
     gather(&facts);
     const char *settings[3] = {HAR_CFG(mpi_cuda_p2p).s, HAR_CFG(mpi_cuda_reduce).s, HAR_CFG(mpi_cuda_nonblocking).s};
-    har_mpi_cuda_decide(&facts, settings, &answers);
+    har_cuda_mpi_decide(&facts, settings, &answers);
 }
 
-const har_mpi_facts_t *har_mpi_facts(void) { return &facts; }
-const har_mpi_cuda_t *har_mpi_cuda(void) { return &answers; }
-int har_mpi_cuda_p2p(void) { return answers.p2p.yes; }
-int har_mpi_cuda_reduce(void) { return answers.reduce.yes; }
-int har_mpi_cuda_nonblocking(void) { return answers.nonblocking.yes; }
+const har_cuda_mpi_facts_t *har_cuda_mpi_facts(void) { return &facts; }
+const har_cuda_mpi_t *har_cuda_mpi(void) { return &answers; }
+int har_cuda_mpi_p2p(void) { return answers.p2p.yes; }
+int har_cuda_mpi_reduce(void) { return answers.reduce.yes; }
+int har_cuda_mpi_nonblocking(void) { return answers.nonblocking.yes; }

@@ -5,7 +5,7 @@
 #include "cuda/driver.h"
 #include "cuda/stream.h"
 
-har_status_t har_gpu_check(int cuda_error, const char *what)
+har_status_t har_cuda_status(int cuda_error, const char *what)
 {
     if (cuda_error == cudaSuccess) return HAR_OK;
     har_note("%s: %s", what, cudaGetErrorString((cudaError_t)cuda_error));
@@ -13,41 +13,42 @@ har_status_t har_gpu_check(int cuda_error, const char *what)
     return HAR_ERR_CUDA;
 }
 
-har_status_t har_gpu_enter(int device, har_gpu_scope_t *scope)
+har_status_t har_cuda_enter(int device, har_cuda_scope_t *scope)
 {
     int current = -1;
     scope->saved = har_cuda_context_save();
     scope->switched = 0;
     if (scope->saved && cudaGetDevice(&current) == cudaSuccess && current == device) return HAR_OK;
     scope->switched = 1;
-    return har_gpu_check(cudaSetDevice(device), "making the buffers' GPU current");
+    return har_cuda_status(cudaSetDevice(device), "making the buffers' GPU current");
 }
 
-void har_gpu_leave(const har_gpu_scope_t *scope)
+void har_cuda_leave(const har_cuda_scope_t *scope)
 {
     if (scope->switched) har_cuda_context_restore(scope->saved);
 }
 
-har_status_t har_gpu_stream_create(void **stream)
+har_status_t har_cuda_stream_create(void **stream)
 {
-    return har_gpu_check(cudaStreamCreateWithFlags((cudaStream_t *)stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    return har_cuda_status(cudaStreamCreateWithFlags((cudaStream_t *)stream, cudaStreamNonBlocking),
+                           "cudaStreamCreate");
 }
 
-int har_gpu_legacy_idle(void)
+int har_cuda_legacy_idle(void)
 {
     cudaError_t e = cudaStreamQuery(cudaStreamLegacy);
     if (e != cudaSuccess && e != cudaErrorNotReady) cudaGetLastError();
     return e == cudaSuccess;
 }
 
-har_status_t har_gpu_follow_legacy(void *stream, void **event)
+har_status_t har_cuda_follow_legacy(void *stream, void **event)
 {
-    if (har_gpu_legacy_idle()) return HAR_OK;
+    if (har_cuda_legacy_idle()) return HAR_OK;
     har_status_t st = HAR_OK;
-    if (!*event) st = har_gpu_check(cudaEventCreateWithFlags((cudaEvent_t *)event, cudaEventDisableTiming), "event");
+    if (!*event) st = har_cuda_status(cudaEventCreateWithFlags((cudaEvent_t *)event, cudaEventDisableTiming), "event");
     if (st == HAR_OK)
-        st = har_gpu_check(cudaEventRecord((cudaEvent_t)*event, cudaStreamLegacy), "cudaEventRecord (legacy stream)");
-    return st == HAR_OK ? har_gpu_check(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)*event, 0),
+        st = har_cuda_status(cudaEventRecord((cudaEvent_t)*event, cudaStreamLegacy), "cudaEventRecord (legacy stream)");
+    return st == HAR_OK ? har_cuda_status(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)*event, 0),
                                         "cudaStreamWaitEvent")
                         : st;
 }
@@ -55,20 +56,20 @@ har_status_t har_gpu_follow_legacy(void *stream, void **event)
 /* Waits until `done` says so (1; a negative cudaError_t fails). Spins
  * first: the common case ends within microseconds. */
 static har_status_t wait_until(int (*done)(void *ctx), void *ctx, cudaStream_t s, har_node_t *node,
-                               const har_gpu_watch_t *watch, const char *step)
+                               const har_cuda_watch_t *watch, const char *step)
 {
-    double started = har_seg_now();
+    double started = har_node_seg_now();
     for (unsigned long i = 0;; i++) {
         int r = done(ctx);
         if (r > 0) return HAR_OK;
-        if (r < 0) return har_gpu_check(-r, step);
+        if (r < 0) return har_cuda_status(-r, step);
         if (i < 4096) continue;
         sched_yield();
         if (i % 256) continue;
         /* A kernel that faulted never writes its flags: the stream says so. */
         cudaError_t e = cudaStreamQuery(s);
-        if (e != cudaSuccess && e != cudaErrorNotReady) return har_gpu_check(e, step);
-        har_status_t st = har_node_check(node, started, step);
+        if (e != cudaSuccess && e != cudaErrorNotReady) return har_cuda_status(e, step);
+        har_status_t st = har_node_poll(node, started, step);
         if (st == HAR_OK && watch->poll) st = watch->poll(watch->ctx);
         if (st != HAR_OK) {
             watch->stop(watch->ctx);
@@ -83,19 +84,19 @@ static int cuda_done(cudaError_t e) { return e == cudaSuccess ? 1 : e == cudaErr
 static int stream_done(void *s) { return cuda_done(cudaStreamQuery((cudaStream_t)s)); }
 static int event_done(void *ev) { return cuda_done(cudaEventQuery((cudaEvent_t)ev)); }
 
-har_status_t har_gpu_wait(void *stream, har_node_t *node, const har_gpu_watch_t *watch, const char *step)
+har_status_t har_cuda_wait(void *stream, har_node_t *node, const har_cuda_watch_t *watch, const char *step)
 {
     return wait_until(stream_done, stream, (cudaStream_t)stream, node, watch, step);
 }
 
-har_status_t har_gpu_wait_event(void *stream, void *event, har_node_t *node, const har_gpu_watch_t *watch,
+har_status_t har_cuda_wait_event(void *stream, void *event, har_node_t *node, const har_cuda_watch_t *watch,
                                 const char *step)
 {
     return wait_until(event_done, event, (cudaStream_t)stream, node, watch, step);
 }
 
-har_status_t har_gpu_wait_flags(void *stream, int (*done)(void *ctx), void *ctx, har_node_t *node,
-                                const har_gpu_watch_t *watch, const char *step)
+har_status_t har_cuda_wait_flags(void *stream, int (*done)(void *ctx), void *ctx, har_node_t *node,
+                                const har_cuda_watch_t *watch, const char *step)
 {
     return wait_until(done, ctx, (cudaStream_t)stream, node, watch, step);
 }

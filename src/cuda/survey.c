@@ -7,7 +7,7 @@
 #include "cuda/driver.h"
 #include "cuda/survey.h"
 
-void har_gpu_release(har_gpu_t *gpu)
+void har_cuda_gpu_release(har_cuda_gpu_t *gpu)
 {
     free(gpu->uuid);
     gpu->uuid = NULL;
@@ -43,18 +43,18 @@ static int nvlink_active(const char *bus_id)
 
 /* The product asks the driver and NVML; the test build may ask a recorded
  * machine instead (HAR_TEST_GPUS). */
-static har_gpu_api_t gpu_api(void)
+static har_cuda_api_t gpu_api(void)
 {
-    har_gpu_api_t api = {har_cu_device_api(), nvlink_active};
+    har_cuda_api_t api = {har_cuda_device_api(), nvlink_active};
 #ifdef HAR_TEST_HOOKS
-    har_gpu_recorded(&api);
+    har_cuda_recorded(&api);
 #endif
     return api;
 }
 
-static int ordinal_of(const har_gpu_api_t *api, const unsigned char uuid[16])
+static int ordinal_of(const har_cuda_api_t *api, const unsigned char uuid[16])
 {
-    const har_cu_device_api_t *cu = api->cu;
+    const har_cuda_device_api_t *cu = api->cu;
     int n = 0;
     if (!cu || cu->device_get_count(&n) != CUDA_SUCCESS) return -1;
     for (int d = 0; d < n; d++) {
@@ -67,9 +67,9 @@ static int ordinal_of(const har_gpu_api_t *api, const unsigned char uuid[16])
     return -1;
 }
 
-int har_gpu_ordinal(const unsigned char uuid[16])
+int har_cuda_ordinal(const unsigned char uuid[16])
 {
-    har_gpu_api_t api = gpu_api();
+    har_cuda_api_t api = gpu_api();
     return ordinal_of(&api, uuid);
 }
 
@@ -80,10 +80,10 @@ static uint64_t hash(const char *s)
     return h;
 }
 
-har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
+har_status_t har_cuda_survey(har_node_t *node, int device, har_cuda_gpu_t *gpu)
 {
-    har_gpu_api_t api = gpu_api();
-    const har_cu_device_api_t *cu = api.cu;
+    har_cuda_api_t api = gpu_api();
+    const har_cuda_device_api_t *cu = api.cu;
     struct { unsigned char uuid[16]; uint64_t name; } mine, *all = NULL;
     char name[256] = "", bus[32] = "", word[HAR_CLASS_LEN - 8];
     CUdevice dev;
@@ -115,7 +115,7 @@ har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
         har_node_fail(node, st, -1, "device survey");
     if (st != HAR_OK) {
         free(all);
-        har_gpu_release(gpu);
+        har_cuda_gpu_release(gpu);
         return st;
     }
     int reach = ok, shared = 0;
@@ -138,13 +138,13 @@ har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
     st = har_node_exchange(node, PMPI_Iallreduce(mine_facts, agree, 5, MPI_UINT64_T, MPI_MIN, node->node_comm, &req),
                            &req, "device survey");
     if (st != HAR_OK) {
-        har_gpu_release(gpu);
+        har_cuda_gpu_release(gpu);
         return st;
     }
     gpu->shared_gpu = shared;
     gpu->reachable = (int)agree[2];
     gpu->mps = (int)agree[4];
-    har_class_word(name, word, sizeof word);
+    har_plan_class_word(name, word, sizeof word);
     if (agree[0] != ~agree[1]) snprintf(gpu->cls, sizeof gpu->cls, "mixed");
     else snprintf(gpu->cls, sizeof gpu->cls, "%s/%s", word,
                   shared ? (gpu->mps ? "mps" : "shared") : link_names[agree[3]]);
@@ -154,12 +154,12 @@ har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
     return HAR_OK;
 }
 #else
-int har_gpu_ordinal(const unsigned char uuid[16])
+int har_cuda_ordinal(const unsigned char uuid[16])
 {
     (void)uuid;
     return -1;
 }
-har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu)
+har_status_t har_cuda_survey(har_node_t *node, int device, har_cuda_gpu_t *gpu)
 {
     (void)node;
     memset(gpu, 0, sizeof *gpu);

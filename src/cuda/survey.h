@@ -22,14 +22,14 @@ typedef struct {
      * mps, or shared (time-sliced); "mixed" if models differ */
     char cls[HAR_CLASS_LEN];
     unsigned char (*uuid)[16];  /* every local rank's GPU */
-} har_gpu_t;
+} har_cuda_gpu_t;
 
 /* Collective on the node; its exchanges bounded as every wait (node.h). */
-HAR_HIDDEN har_status_t har_gpu_survey(har_node_t *node, int device, har_gpu_t *gpu);
-HAR_HIDDEN void har_gpu_release(har_gpu_t *gpu);
+HAR_HIDDEN har_status_t har_cuda_survey(har_node_t *node, int device, har_cuda_gpu_t *gpu);
+HAR_HIDDEN void har_cuda_gpu_release(har_cuda_gpu_t *gpu);
 /* Ordinal, in this process's numbering, of the GPU with this UUID; -1 if
  * this process cannot see it (CUDA_VISIBLE_DEVICES per rank, say). */
-HAR_HIDDEN int har_gpu_ordinal(const unsigned char uuid[16]);
+HAR_HIDDEN int har_cuda_ordinal(const unsigned char uuid[16]);
 
 #ifdef HAR_HAVE_CUDA
 /* Everything the survey learns about GPUs comes through here: the driver's
@@ -37,14 +37,14 @@ HAR_HIDDEN int har_gpu_ordinal(const unsigned char uuid[16]);
  * NVML shows an active NVLink on the GPU at a PCI address. One seam, so
  * that the test build can put a recorded machine in the hardware's place. */
 typedef struct {
-    const har_cu_device_api_t *cu;
+    const har_cuda_device_api_t *cu;
     int (*nvlink_active)(const char *bus_id);
-} har_gpu_api_t;
+} har_cuda_api_t;
 #ifdef HAR_TEST_HOOKS
 /* HAR_TEST_GPUS=FILE: fills `api` with the machine described in FILE, as
  * this process sees it (src/cuda/survey_recorded.c, which gives the format),
  * and returns 1; 0 when the variable is unset. */
-HAR_HIDDEN int har_gpu_recorded(har_gpu_api_t *api);
+HAR_HIDDEN int har_cuda_recorded(har_cuda_api_t *api);
 #endif
 #endif
 

@@ -1,6 +1,6 @@
 /* The test build's recorded machines (HAR_TEST_GPUS=FILE): the device
  * survey asks these instead of the driver and NVML (survey.h's
- * har_gpu_api_t), so that tests without a GPU can put it on any machine.
+ * har_cuda_api_t), so that tests without a GPU can put it on any machine.
  * FILE describes one machine and how each rank sees it, one fact a line:
  *
  *   gpu ORDINAL UUID BUS_ID MPS NVLINK NAME
@@ -202,10 +202,10 @@ static int nvlink_active(const char *bus_id)
     return 0;
 }
 
-int har_gpu_recorded(har_gpu_api_t *api)
+int har_cuda_recorded(har_cuda_api_t *api)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
-    static const har_cu_device_api_t cu = {
+    static const har_cuda_device_api_t cu = {
         .device_get = device_get, .device_get_count = device_get_count, .device_get_name = device_get_name,
         .device_get_uuid = device_get_uuid, .device_can_access_peer = device_can_access_peer,
         .device_get_pci_bus_id = device_get_pci_bus_id, .device_get_attribute = device_get_attribute};

@@ -27,7 +27,7 @@ typedef struct har_engine {
      * same answer, and *engine is set when READY. `gpu` is the node's
      * device survey (NULL before one). Devices engines find there what
      * only they can (peer access, MPS, their library). */
-    har_engine_state_t (*setup)(har_node_t *node, const har_gpu_t *gpu, void **engine);
+    har_engine_state_t (*setup)(har_node_t *node, const har_cuda_gpu_t *gpu, void **engine);
     /* Serves one call as planned, adding to plan->paths any path it took
      * that only the run can know (the resident push grid); on a failure
      * after peers were involved the communicator fails for good

@@ -24,7 +24,7 @@ static pthread_once_t set_once = PTHREAD_ONCE_INIT;
 static void make_set(void)
 {
     for (int p = 0; p < HAR_PATH_COUNT; p++) set.by_path[p] = har_engines[p] ? &har_engines[p]->can : NULL;
-    har_engine_set_rank(&set);
+    har_plan_rank_engines(&set);
 }
 
 const har_engine_set_t *har_engine_set(void)

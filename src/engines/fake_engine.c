@@ -9,7 +9,7 @@
 #include <string.h>
 #include "engines/engine.h"
 
-static har_engine_state_t fake_setup(har_node_t *node, const har_gpu_t *gpu, void **engine)
+static har_engine_state_t fake_setup(har_node_t *node, const har_cuda_gpu_t *gpu, void **engine)
 {
     (void)node; (void)gpu;
     *engine = NULL;
@@ -21,7 +21,8 @@ static har_status_t fake_run(void *engine, har_node_t *node, const har_call_t *c
     (void)engine; (void)plan;
     size_t bytes = call->bytes;
     char *all = malloc(bytes * (size_t)node->local_size + 1), *mine = malloc(bytes + 1);
-    har_status_t st = all && mine ? har_mem_copy(mine, HAR_MEM_HOST, call->in, call->in_kind, bytes) : HAR_ERR_INTERNAL;
+    har_status_t st =
+        all && mine ? har_cuda_copy(mine, HAR_MEM_HOST, call->in, call->in_kind, bytes) : HAR_ERR_INTERNAL;
     MPI_Request req;
     if (st == HAR_OK && bytes <= (size_t)INT32_MAX)
         st = har_node_exchange(node, PMPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE,
@@ -30,7 +31,7 @@ static har_status_t fake_run(void *engine, har_node_t *node, const har_call_t *c
         st = HAR_ERR_INTERNAL;  /* calls this large are for real engines */
     if (st == HAR_ERR_INTERNAL) har_node_fail(node, st, -1, "fake");
     for (int r = 1; st == HAR_OK && r < node->local_size; r++) call->red.fn(all, all + (size_t)r * bytes, call->count);
-    if (st == HAR_OK) st = har_mem_copy(call->out, call->out_kind, all, HAR_MEM_HOST, bytes);
+    if (st == HAR_OK) st = har_cuda_copy(call->out, call->out_kind, all, HAR_MEM_HOST, bytes);
     free(all);
     free(mine);
     return st;
@@ -66,7 +67,7 @@ static har_status_t fake_start(void *engine, har_node_t *node, const har_call_t 
     }
     o->call = *call;
     o->ranks = node->local_size;
-    har_status_t st = har_mem_copy(o->mine, HAR_MEM_HOST, call->in, call->in_kind, bytes);
+    har_status_t st = har_cuda_copy(o->mine, HAR_MEM_HOST, call->in, call->in_kind, bytes);
     if (st == HAR_OK && PMPI_Iallgather(o->mine, (int)bytes, MPI_BYTE, o->all, (int)bytes, MPI_BYTE, node->node_comm,
                                         &o->req) != MPI_SUCCESS)
         st = HAR_ERR_INTERNAL;
@@ -86,7 +87,7 @@ static int fake_test(void *op, har_status_t *st)
     if (*st == HAR_OK && !done) return 0;
     const har_call_t *call = &o->call;
     for (int r = 1; *st == HAR_OK && r < o->ranks; r++) call->red.fn(o->all, o->all + (size_t)r * call->bytes, call->count);
-    if (*st == HAR_OK) *st = har_mem_copy(call->out, call->out_kind, o->all, HAR_MEM_HOST, call->bytes);
+    if (*st == HAR_OK) *st = har_cuda_copy(call->out, call->out_kind, o->all, HAR_MEM_HOST, call->bytes);
     fake_op_free(o);
     return 1;
 }

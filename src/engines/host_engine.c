@@ -36,7 +36,7 @@ typedef struct {
 
 static har_status_t copy_out(const chunk_t *c, char *dst, const char *slot, size_t bytes)
 {
-    return har_mem_copy(dst, c->call->out_kind, slot, HAR_MEM_HOST, bytes);
+    return har_cuda_copy(dst, c->call->out_kind, slot, HAR_MEM_HOST, bytes);
 }
 
 /* ---- HAR_CHECK ------------------------------------------------------------ */
@@ -46,13 +46,13 @@ static har_status_t copy_out(const chunk_t *c, char *dst, const char *slot, size
 static har_status_t load_input(har_node_t *node, char *slot, const char *in, har_mem_kind_t kind, size_t n,
                                size_t elem, unsigned parity)
 {
-    har_status_t st = har_mem_copy(slot, HAR_MEM_HOST, in, kind, n * elem);
+    har_status_t st = har_cuda_copy(slot, HAR_MEM_HOST, in, kind, n * elem);
     if (st != HAR_OK) return st;
-    uint64_t *sums = har_seg_sums(&node->seg, node->local_rank, parity);
+    uint64_t *sums = har_node_seg_sums(&node->seg, node->local_rank, parity);
     for (int s = 0; node->set->check && s < node->local_size; s++) {
         size_t off, len;
-        har_shard(n, elem, node->local_size, s, &off, &len);
-        sums[s] = har_check_sum(slot + off * elem, len * elem, off * elem);
+        har_plan_shard(n, elem, node->local_size, s, &off, &len);
+        sums[s] = har_host_checksum(slot + off * elem, len * elem, off * elem);
     }
 #ifdef HAR_TEST_HOOKS
     /* HAR_TEST_CORRUPT_SLOT=RANK:INDEX: after publishing, flip one byte of
@@ -72,7 +72,7 @@ static har_status_t load_input(har_node_t *node, char *slot, const char *in, har
 static har_status_t verify(const chunk_t *c, int writer, const char *data, size_t bytes, size_t at, uint64_t want,
                            int shard, const char *step)
 {
-    uint64_t got = har_check_sum(data, bytes, at);
+    uint64_t got = har_host_checksum(data, bytes, at);
     if (got == want) return HAR_OK;
     har_node_t *node = c->node;
     har_note("HAR_CHECK: rank %d (world rank %d) published %s %d of its slot (checksum %016llx), rank %d read "
@@ -88,13 +88,13 @@ static har_status_t verify_slot(const chunk_t *c, int writer, const char *slot)
 {
     har_node_t *node = c->node;
     size_t elem = c->call->red.elem_size;
-    const uint64_t *sums = har_seg_sums(&node->seg, writer, c->parity);
+    const uint64_t *sums = har_node_seg_sums(&node->seg, writer, c->parity);
     uint64_t whole = 0;
     for (int s = 0; s < node->local_size; s++) whole += sums[s];
-    if (har_check_sum(slot, c->n * elem, 0) == whole) return HAR_OK;
+    if (har_host_checksum(slot, c->n * elem, 0) == whole) return HAR_OK;
     for (int s = 0; s < node->local_size; s++) {  /* which shard */
         size_t off, len;
-        har_shard(c->n, elem, node->local_size, s, &off, &len);
+        har_plan_shard(c->n, elem, node->local_size, s, &off, &len);
         har_status_t st = verify(c, writer, slot + off * elem, len * elem, off * elem, sums[s], s, "input");
         if (st != HAR_OK) return st;
     }
@@ -108,10 +108,10 @@ static har_status_t verify_slot(const chunk_t *c, int writer, const char *slot)
  * synchronisation. */
 static har_status_t host_preload(har_node_t *node, const har_call_t *call, size_t chunk_bytes)
 {
-    size_t elem = call->red.elem_size, n = har_chunk_elems(chunk_bytes, elem);
+    size_t elem = call->red.elem_size, n = har_plan_chunk_elems(chunk_bytes, elem);
     if (call->count < n) n = call->count;
-    return load_input(node, har_seg_slot(&node->seg, node->local_rank, node->host_seq & 1), call->in, call->in_kind,
-                      n, elem, node->host_seq & 1);
+    return load_input(node, har_node_seg_slot(&node->seg, node->local_rank, node->host_seq & 1), call->in,
+                      call->in_kind, n, elem, node->host_seq & 1);
 }
 
 /* This rank's input in its slot (unless the arrival put it there), then a
@@ -126,7 +126,7 @@ static har_status_t input(const chunk_t *c, char *slot)
         (st = load_input(c->node, slot, c->in, call->in_kind, c->n, call->red.elem_size, c->parity)) != HAR_OK)
         return st;
     HAR_TEST_POINT("input");
-    har_seg_signal(&c->node->seg);
+    har_node_seg_signal(&c->node->seg);
     return har_node_wait_all(c->node, "input");
 }
 
@@ -135,15 +135,15 @@ static har_status_t one_shot(const chunk_t *c)
 {
     har_node_t *node = c->node;
     size_t elem = c->call->red.elem_size, bytes = c->n * elem;
-    har_status_t st = input(c, har_seg_slot(&node->seg, node->local_rank, c->parity));
+    har_status_t st = input(c, har_node_seg_slot(&node->seg, node->local_rank, c->parity));
     for (int r = 0; st == HAR_OK && node->set->check && r < node->local_size; r++)
-        st = verify_slot(c, r, har_seg_slot(&node->seg, r, c->parity));
+        st = verify_slot(c, r, har_node_seg_slot(&node->seg, r, c->parity));
     if (st != HAR_OK) return st;
     char *acc = c->call->out_kind == HAR_MEM_HOST ? c->out : node->scratch;
     char *src[HAR_MAX_LOCAL];
-    for (int r = 1; r < node->local_size; r++) src[r - 1] = har_seg_slot(&node->seg, r, c->parity);
-    memcpy(acc, har_seg_slot(&node->seg, 0, c->parity), bytes);
-    har_reduce_many(c->call->red.fn, elem, acc, src, node->local_size - 1, c->n, node->cores);
+    for (int r = 1; r < node->local_size; r++) src[r - 1] = har_node_seg_slot(&node->seg, r, c->parity);
+    memcpy(acc, har_node_seg_slot(&node->seg, 0, c->parity), bytes);
+    har_engine_reduce_many(c->call->red.fn, elem, acc, src, node->local_size - 1, c->n, node->cores);
     return acc == c->out ? HAR_OK : copy_out(c, c->out, acc, bytes);
 }
 
@@ -158,11 +158,11 @@ static har_inter_block_t across(const chunk_t *c, char *data, size_t n)
 static har_status_t two_shot(const chunk_t *c)
 {
     har_node_t *node = c->node;
-    har_seg_t *seg = &node->seg;
+    har_node_seg_t *seg = &node->seg;
     const har_call_t *call = c->call;
     size_t elem = call->red.elem_size, off, len;
     int me = node->local_rank, L = node->local_size, check = node->set->check;
-    char *mine = har_seg_slot(seg, me, c->parity);
+    char *mine = har_node_seg_slot(seg, me, c->parity);
     if (c->streamed) {  /* nobody else reads this rank's slot: the ring works in it and in scratch */
         har_inter_block_t whole = across(c, mine, c->n);
         whole.in = c->in;
@@ -172,24 +172,24 @@ static har_status_t two_shot(const chunk_t *c)
     har_status_t st = input(c, mine);
     if (st != HAR_OK) return st;
 
-    har_shard(c->n, elem, L, me, &off, &len);
+    har_plan_shard(c->n, elem, L, me, &off, &len);
     char *shard = mine + off * elem;
     for (int r = 0; check && r < L; r++)
-        if ((st = verify(c, r, har_seg_slot(seg, r, c->parity) + off * elem, len * elem, off * elem,
-                         har_seg_sums(seg, r, c->parity)[me], me, "shard input")) != HAR_OK)
+        if ((st = verify(c, r, har_node_seg_slot(seg, r, c->parity) + off * elem, len * elem, off * elem,
+                         har_node_seg_sums(seg, r, c->parity)[me], me, "shard input")) != HAR_OK)
             return st;
     /* Own input first, then the others in rank order: a fixed order, and
      * each shard is reduced by one rank only, so results match everywhere. */
     char *src[HAR_MAX_LOCAL];
     int nsrc = 0;
     for (int r = 0; r < L; r++)
-        if (r != me) src[nsrc++] = har_seg_slot(seg, r, c->parity) + off * elem;
-    har_reduce_many(call->red.fn, elem, shard, src, nsrc, len, node->cores);
+        if (r != me) src[nsrc++] = har_node_seg_slot(seg, r, c->parity) + off * elem;
+    har_engine_reduce_many(call->red.fn, elem, shard, src, nsrc, len, node->cores);
     har_inter_block_t rail = across(c, shard, len);
     if (node->rail_comm != MPI_COMM_NULL && len > 0 && (st = har_inter_allreduce(node, &rail)) != HAR_OK) return st;
-    if (check) har_seg_sums(seg, me, c->parity)[L] = har_check_sum(shard, len * elem, off * elem);
+    if (check) har_node_seg_sums(seg, me, c->parity)[L] = har_host_checksum(shard, len * elem, off * elem);
     HAR_TEST_POINT("shard");
-    har_seg_signal(seg);
+    har_node_seg_signal(seg);
 
     if (node->nnodes > 1 && !node->uniform) {
         /* Leader mode: rank 0 carries the node's vector across nodes and
@@ -197,31 +197,32 @@ static har_status_t two_shot(const chunk_t *c)
         if (me == 0) {
             if ((st = har_node_wait_all(node, "shard")) != HAR_OK) return st;
             for (int r = 1; r < L; r++) {
-                har_shard(c->n, elem, L, r, &off, &len);
-                char *theirs = har_seg_slot(seg, r, c->parity) + off * elem;
-                if (check && (st = verify(c, r, theirs, len * elem, off * elem, har_seg_sums(seg, r, c->parity)[L], r,
-                                          "shard")) != HAR_OK)
+                har_plan_shard(c->n, elem, L, r, &off, &len);
+                char *theirs = har_node_seg_slot(seg, r, c->parity) + off * elem;
+                if (check && (st = verify(c, r, theirs, len * elem, off * elem, har_node_seg_sums(seg, r, c->parity)[L],
+                                          r, "shard")) != HAR_OK)
                     return st;
                 memcpy(mine + off * elem, theirs, len * elem);
             }
             har_inter_block_t whole = across(c, mine, c->n);
             if ((st = har_inter_allreduce(node, &whole)) != HAR_OK) return st;
-            if (check) har_seg_sums(seg, 0, c->parity)[L] = har_check_sum(mine, c->n * elem, 0);
+            if (check) har_node_seg_sums(seg, 0, c->parity)[L] = har_host_checksum(mine, c->n * elem, 0);
         }
-        har_seg_signal(seg);
+        har_node_seg_signal(seg);
         if (me != 0 && (st = har_node_wait_one(node, 0, "leader")) != HAR_OK) return st;
-        const char *result = har_seg_slot(seg, 0, c->parity);
+        const char *result = har_node_seg_slot(seg, 0, c->parity);
         if (check && me != 0 &&
-            (st = verify(c, 0, result, c->n * elem, 0, har_seg_sums(seg, 0, c->parity)[L], -1, "leader")) != HAR_OK)
+            (st = verify(c, 0, result, c->n * elem, 0, har_node_seg_sums(seg, 0, c->parity)[L], -1, "leader")) !=
+                HAR_OK)
             return st;
         return copy_out(c, c->out, result, c->n * elem);
     }
 
     if ((st = har_node_wait_all(node, "shard")) != HAR_OK) return st;
     for (int r = 0; r < L; r++) {
-        har_shard(c->n, elem, L, r, &off, &len);
-        const char *theirs = har_seg_slot(seg, r, c->parity) + off * elem;
-        if (check && (st = verify(c, r, theirs, len * elem, off * elem, har_seg_sums(seg, r, c->parity)[L], r,
+        har_plan_shard(c->n, elem, L, r, &off, &len);
+        const char *theirs = har_node_seg_slot(seg, r, c->parity) + off * elem;
+        if (check && (st = verify(c, r, theirs, len * elem, off * elem, har_node_seg_sums(seg, r, c->parity)[L], r,
                                   "shard")) != HAR_OK)
             return st;
         if ((st = copy_out(c, c->out + off * elem, theirs, len * elem)) != HAR_OK) return st;
@@ -232,7 +233,7 @@ static har_status_t two_shot(const chunk_t *c)
 static har_status_t host_run(void *engine, har_node_t *node, const har_call_t *call, har_plan_t *plan)
 {
     (void)engine;
-    size_t elem = call->red.elem_size, chunk = har_chunk_elems(plan->chunk_bytes, elem);
+    size_t elem = call->red.elem_size, chunk = har_plan_chunk_elems(plan->chunk_bytes, elem);
     har_status_t st = HAR_OK;
     for (size_t done = 0; done < call->count && st == HAR_OK; done += chunk) {
         chunk_t c = {node, call, call->in + done * elem, call->out + done * elem,
@@ -243,7 +244,7 @@ static har_status_t host_run(void *engine, har_node_t *node, const har_call_t *c
     return st;
 }
 
-static har_engine_state_t host_setup(har_node_t *node, const har_gpu_t *gpu, void **engine)
+static har_engine_state_t host_setup(har_node_t *node, const har_cuda_gpu_t *gpu, void **engine)
 {
     (void)node; (void)gpu;
     *engine = NULL;  /* the segment is the communicator's own: nothing to make */

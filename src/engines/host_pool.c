@@ -33,7 +33,7 @@ static struct {
 static void run_part(const job_t *j, int part)
 {
     size_t off, len;
-    har_shard(j->n, j->elem, j->parts, part, &off, &len);
+    har_plan_shard(j->n, j->elem, j->parts, part, &off, &len);
     for (int k = 0; k < j->nsrc; k++) j->fn(j->dst + off * j->elem, j->src[k] + off * j->elem, len);
 }
 
@@ -79,7 +79,7 @@ static int ensure_workers(int want)
     return pool.workers + 1 < want ? pool.workers + 1 : want;
 }
 
-void har_reduce_many(har_reduce_fn fn, size_t elem, char *dst, char *const *src, int nsrc, size_t n, int cores)
+void har_engine_reduce_many(har_reduce_fn fn, size_t elem, char *dst, char *const *src, int nsrc, size_t n, int cores)
 {
     size_t by_size = n * elem / MIN_BYTES_PER_THREAD;
     int threads = by_size > 1 ? thread_count(cores) : 1;

@@ -169,14 +169,14 @@ static ipc_t *_Atomic resident_owner;
  * no socket link. */
 static har_status_t pinned_alloc(char **p, size_t bytes, int numa, const char *what)
 {
-    *p = har_numa_alloc(bytes, numa);
+    *p = har_host_numa_alloc(bytes, numa);
     if (!*p) {
         har_note("no host memory for %s (%zu bytes)", what, bytes);
         return HAR_ERR_CUDA;
     }
-    har_status_t st = har_gpu_check(cudaHostRegister(*p, bytes, cudaHostRegisterDefault), what);
+    har_status_t st = har_cuda_status(cudaHostRegister(*p, bytes, cudaHostRegisterDefault), what);
     if (st != HAR_OK) {
-        har_numa_free(*p, bytes);
+        har_host_numa_free(*p, bytes);
         *p = NULL;
     }
     return st;
@@ -186,7 +186,7 @@ static void unpinned_free(char *p, size_t bytes)
 {
     if (!p) return;
     cudaHostUnregister(p);
-    har_numa_free(p, bytes);
+    har_host_numa_free(p, bytes);
 }
 
 static void unwatch(ipc_t *d);
@@ -196,8 +196,8 @@ static void ipc_destroy(void *engine)
     ipc_t *d = engine;
     if (!d) return;
     unwatch(d);
-    har_gpu_scope_t scope;
-    har_gpu_enter(d->gpu, &scope);
+    har_cuda_scope_t scope;
+    har_cuda_enter(d->gpu, &scope);
     for (int r = 0; r < d->nranks; r++)
         if (d->peer[r] && r != d->me) cudaIpcCloseMemHandle(d->peer[r]);
     if (d->base) cudaFree(d->base);
@@ -232,7 +232,7 @@ static void ipc_destroy(void *engine)
     if (d->dtmp) cudaFree(d->dtmp);
     if (d->fold) cudaStreamDestroy(d->fold);
     cudaGetLastError();
-    har_gpu_leave(&scope);
+    har_cuda_leave(&scope);
     free(d);
 }
 
@@ -248,7 +248,7 @@ typedef struct {
 static int map_peers(ipc_t *d, const offer_t *offers, char *why, size_t why_len)
 {
     char *probe_out = NULL;
-    if (har_gpu_check(cudaMalloc((void **)&probe_out, 16), "cudaMalloc (probe)") != HAR_OK) {
+    if (har_cuda_status(cudaMalloc((void **)&probe_out, 16), "cudaMalloc (probe)") != HAR_OK) {
         snprintf(why, why_len, "no GPU memory for the probe");
         return 0;
     }
@@ -265,7 +265,7 @@ static int map_peers(ipc_t *d, const offer_t *offers, char *why, size_t why_len)
             break;
         }
         uint32_t got[4] = {0}, want[4] = {0x68617221u, (uint32_t)r, 0, 0};
-        ok = har_dev_probe(d->peer[r] + HAR_DEV_PROBE_OFFSET, probe_out, d->stream) == cudaSuccess &&
+        ok = har_engine_dev_probe(d->peer[r] + HAR_DEV_PROBE_OFFSET, probe_out, d->stream) == cudaSuccess &&
              cudaMemcpy(got, probe_out, 16, cudaMemcpyDeviceToHost) == cudaSuccess && !memcmp(got, want, 16);
         if (!ok) {
             snprintf(why, why_len, "a kernel reading local rank %d's memory got the wrong data", r);
@@ -277,10 +277,10 @@ static int map_peers(ipc_t *d, const offer_t *offers, char *why, size_t why_len)
 }
 
 /* This rank's largest safe grid on its GPU (current): see har_plan_grid. */
-static int safe_grid(const har_node_t *node, const har_gpu_t *gpu, int reserved, char *why, size_t why_len)
+static int safe_grid(const har_node_t *node, const har_cuda_gpu_t *gpu, int reserved, char *why, size_t why_len)
 {
-    int per_sm = har_dev_blocks_per_sm(), gpu_sms = 0, ctx_sms = har_cuda_context_sms();
-    if (har_gpu_check(cudaDeviceGetAttribute(&gpu_sms, cudaDevAttrMultiProcessorCount, gpu->ordinal),
+    int per_sm = har_engine_dev_blocks_per_sm(), gpu_sms = 0, ctx_sms = har_cuda_context_sms();
+    if (har_cuda_status(cudaDeviceGetAttribute(&gpu_sms, cudaDevAttrMultiProcessorCount, gpu->ordinal),
                       "cudaDeviceGetAttribute") != HAR_OK || per_sm <= 0) {
         snprintf(why, why_len, "the runtime could not say how many blocks fit on the GPU");
         return 0;
@@ -290,7 +290,7 @@ static int safe_grid(const har_node_t *node, const har_gpu_t *gpu, int reserved,
      * machine (other communicators, other nodes: pretend ones, hosts made of
      * namespaces), whose GPUs this node cannot know. Without that count
      * (MPI initialised behind har's back), this node's ranks on the GPU. */
-    int job = har_machine_ranks(), clients = gpu->same_gpu + (job > node->local_size ? job - node->local_size : 0);
+    int job = har_node_machine_ranks(), clients = gpu->same_gpu + (job > node->local_size ? job - node->local_size : 0);
     /* A resident grid stays beside each rank's kernels: its blocks come off. */
     int grid = har_plan_grid(per_sm, ctx_sms, gpu_sms, clients, HAR_DEV_MAX_BLOCKS + reserved) - reserved;
     if (grid < 1)
@@ -301,7 +301,7 @@ static int safe_grid(const har_node_t *node, const har_gpu_t *gpu, int reserved,
     return grid;
 }
 
-static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void **engine)
+static har_engine_state_t ipc_setup(har_node_t *node, const har_cuda_gpu_t *gpu, void **engine)
 {
     const char *what = "CUDA IPC engine", *instead = "device buffers take NCCL or the host segment";
     char why[256] = "";
@@ -321,7 +321,7 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
                       "call waits for context switches (start nvidia-cuda-mps-control -d)");
 
     ipc_t *d = calloc(1, sizeof *d);
-    har_gpu_scope_t scope = {0};
+    har_cuda_scope_t scope = {0};
     offer_t mine, *offers = calloc((size_t)node->local_size, sizeof *offers);
     memset(&mine, 0, sizeof mine);
     int ok = d && offers;
@@ -332,7 +332,7 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         d->gpu = gpu->ordinal;
         d->slot_bytes = (size_t)node->set->device_slot_bytes;
         d->nslots = node->nnodes > 1 ? 3 : 2;
-        d->numa = har_pci_numa_node("/sys", gpu->bus);
+        d->numa = har_host_pci_numa_node("/sys", gpu->bus);
         /* The push area only on one node: across nodes the pipeline serves. */
         d->push_max = node->nnodes == 1 ? (size_t)node->set->device_push_max : 0;
         d->push_parity = d->push_max
@@ -351,36 +351,38 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
             d->resident_idle_ns = (uint64_t)(HAR_CFG(device_resident).d * 1e9);
         size_t bytes = d->slots_at + (size_t)d->nslots * d->slot_bytes;
         uint32_t pattern[4] = {0x68617221u, (uint32_t)d->me, 0, 0};
-        ok = har_gpu_enter(d->gpu, &scope) == HAR_OK &&
-             har_gpu_check(cudaStreamCreateWithFlags(&d->stream, cudaStreamDefault), "cudaStreamCreate") == HAR_OK &&
-             har_gpu_stream_create((void **)&d->started) == HAR_OK &&
-             har_gpu_check(cudaMalloc((void **)&d->base, bytes), "cudaMalloc (CUDA IPC segment)") == HAR_OK &&
-             har_gpu_check(cudaMemset(d->base, 0, d->slots_at), "cudaMemset") == HAR_OK &&
-             har_gpu_check(cudaMemcpy(d->base + HAR_DEV_PROBE_OFFSET, pattern, 16, cudaMemcpyHostToDevice),
-                           "cudaMemcpy") == HAR_OK &&
+        ok = har_cuda_enter(d->gpu, &scope) == HAR_OK &&
+             har_cuda_status(cudaStreamCreateWithFlags(&d->stream, cudaStreamDefault), "cudaStreamCreate") == HAR_OK &&
+             har_cuda_stream_create((void **)&d->started) == HAR_OK &&
+             har_cuda_status(cudaMalloc((void **)&d->base, bytes), "cudaMalloc (CUDA IPC segment)") == HAR_OK &&
+             har_cuda_status(cudaMemset(d->base, 0, d->slots_at), "cudaMemset") == HAR_OK &&
+             har_cuda_status(cudaMemcpy(d->base + HAR_DEV_PROBE_OFFSET, pattern, 16, cudaMemcpyHostToDevice),
+                             "cudaMemcpy") == HAR_OK &&
              /* both landed before a peer can see the segment: they went on this process's legacy
               * stream, which no peer's stream follows */
-             har_gpu_check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize") == HAR_OK &&
-             har_gpu_check(cudaIpcGetMemHandle(&mine.handle, d->base), "cudaIpcGetMemHandle") == HAR_OK &&
-             har_gpu_check(cudaHostAlloc((void **)&d->abort_host, sizeof(int), cudaHostAllocMapped),
-                           "cudaHostAlloc") == HAR_OK &&
-             har_gpu_check(cudaHostGetDevicePointer((void **)&d->abort_dev, (void *)d->abort_host, 0),
-                           "mapped abort flag") == HAR_OK &&
-             har_gpu_check(cudaHostAlloc((void **)&d->push_host, sizeof *d->push_host, cudaHostAllocMapped),
-                           "cudaHostAlloc") == HAR_OK &&
-             har_gpu_check(cudaHostGetDevicePointer((void **)&d->push_host_dev, d->push_host, 0),
-                           "mapped push flags") == HAR_OK &&
+             har_cuda_status(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize") == HAR_OK &&
+             har_cuda_status(cudaIpcGetMemHandle(&mine.handle, d->base), "cudaIpcGetMemHandle") == HAR_OK &&
+             har_cuda_status(cudaHostAlloc((void **)&d->abort_host, sizeof(int), cudaHostAllocMapped),
+                             "cudaHostAlloc") == HAR_OK &&
+             har_cuda_status(cudaHostGetDevicePointer((void **)&d->abort_dev, (void *)d->abort_host, 0),
+                             "mapped abort flag") == HAR_OK &&
+             har_cuda_status(cudaHostAlloc((void **)&d->push_host, sizeof *d->push_host, cudaHostAllocMapped),
+                             "cudaHostAlloc") == HAR_OK &&
+             har_cuda_status(cudaHostGetDevicePointer((void **)&d->push_host_dev, d->push_host, 0),
+                             "mapped push flags") == HAR_OK &&
              (!d->push_max ||
-              (har_gpu_check(cudaMalloc((void **)&d->graph_counter, 2 * sizeof(uint64_t)), "cudaMalloc (graph counter)") == HAR_OK &&
-               har_gpu_check(cudaMemset(d->graph_counter, 0, 2 * sizeof(uint64_t)), "cudaMemset") == HAR_OK &&
-               har_gpu_check(cudaMalloc((void **)&d->done_dev, HAR_DEV_PUSH_BLOCKS * sizeof(uint64_t)),
-                             "cudaMalloc (push calls done)") == HAR_OK &&
-               har_gpu_check(cudaMemset(d->done_dev, 0, HAR_DEV_PUSH_BLOCKS * sizeof(uint64_t)), "cudaMemset") ==
+              (har_cuda_status(cudaMalloc((void **)&d->graph_counter, 2 * sizeof(uint64_t)),
+                               "cudaMalloc (graph counter)") == HAR_OK &&
+               har_cuda_status(cudaMemset(d->graph_counter, 0, 2 * sizeof(uint64_t)), "cudaMemset") == HAR_OK &&
+               har_cuda_status(cudaMalloc((void **)&d->done_dev, HAR_DEV_PUSH_BLOCKS * sizeof(uint64_t)),
+                               "cudaMalloc (push calls done)") == HAR_OK &&
+               har_cuda_status(cudaMemset(d->done_dev, 0, HAR_DEV_PUSH_BLOCKS * sizeof(uint64_t)), "cudaMemset") ==
                    HAR_OK)) &&
              (!d->resident_idle_ns ||
-              (har_gpu_stream_create((void **)&d->resident_stream) == HAR_OK &&
-               har_gpu_check(cudaMalloc((void **)&d->relay, sizeof *d->relay), "cudaMalloc (resident relay)") == HAR_OK &&
-               har_gpu_check(cudaMemset(d->relay, 0, sizeof *d->relay), "cudaMemset") == HAR_OK));
+              (har_cuda_stream_create((void **)&d->resident_stream) == HAR_OK &&
+               har_cuda_status(cudaMalloc((void **)&d->relay, sizeof *d->relay), "cudaMalloc (resident relay)") ==
+                   HAR_OK &&
+               har_cuda_status(cudaMemset(d->relay, 0, sizeof *d->relay), "cudaMemset") == HAR_OK));
         if (!ok) snprintf(why, sizeof why, "a CUDA call failed (above), %zu bytes of GPU memory asked", bytes);
         else ok = (d->max_blocks = safe_grid(node, gpu, reserve, why, sizeof why)) > 0;
         if (ok) {
@@ -408,7 +410,7 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_gpu_t *gpu, void
         ok = ok && map_peers(d, offers, why, sizeof why);
         ok = !har_node_failed(node) && har_node_agree(node, ok, 0, what, why, instead);
     }
-    har_gpu_leave(&scope);
+    har_cuda_leave(&scope);
     free(offers);
     if (!ok) {
         ipc_destroy(d);
@@ -426,7 +428,7 @@ static void stop_kernels(void *ctx) { *((ipc_t *)ctx)->abort_host = 1; }
 static har_status_t tail_event(ipc_t *d)
 {
     return d->tail_end ? HAR_OK
-                       : har_gpu_check(cudaEventCreateWithFlags(&d->tail_end, cudaEventDisableTiming), "event");
+                       : har_cuda_status(cudaEventCreateWithFlags(&d->tail_end, cudaEventDisableTiming), "event");
 }
 
 static uint64_t push_least_done(const ipc_t *d);
@@ -450,17 +452,18 @@ static har_status_t follow_tail(ipc_t *d, uint64_t *after)
             *after = d->tail_push;
             return HAR_OK;
         }
-        return har_gpu_check(har_dev_wait_push(d->done_dev, d->push_blocks, d->tail_push, d->abort_dev, d->queue),
-                             "kernel launch");
+        return har_cuda_status(
+            har_engine_dev_wait_push(d->done_dev, d->push_blocks, d->tail_push, d->abort_dev, d->queue),
+            "kernel launch");
     }
     har_status_t st = HAR_OK;
     if (d->tail == d->started && (st = tail_event(d)) == HAR_OK)
-        st = har_gpu_check(cudaEventRecord(d->tail_end, d->tail), "cudaEventRecord");
-    return st == HAR_OK ? har_gpu_check(cudaStreamWaitEvent(d->queue, d->tail_end, 0), "cudaStreamWaitEvent") : st;
+        st = har_cuda_status(cudaEventRecord(d->tail_end, d->tail), "cudaEventRecord");
+    return st == HAR_OK ? har_cuda_status(cudaStreamWaitEvent(d->queue, d->tail_end, 0), "cudaStreamWaitEvent") : st;
 }
 
 /* Chunk `done` of the call in args `a`: its place and the next slot in turn. */
-static void next_chunk(ipc_t *d, const har_call_t *call, size_t chunk, size_t done, har_dev_args_t *a)
+static void next_chunk(ipc_t *d, const har_call_t *call, size_t chunk, size_t done, har_engine_dev_args_t *a)
 {
     a->n = call->count - done < chunk ? call->count - done : chunk;
     a->in = call->in + done * a->elem;
@@ -476,33 +479,34 @@ static void next_chunk(ipc_t *d, const har_call_t *call, size_t chunk, size_t do
  * peer's later reduction open this gather early. Each barrier takes the
  * next epoch as its kernel is queued (the kernel meets at a->epoch + 1 and,
  * for the gather, a->epoch + 2). */
-static har_status_t launch(ipc_t *d, har_dev_args_t *a, int phase)
+static har_status_t launch(ipc_t *d, har_engine_dev_args_t *a, int phase)
 {
     a->phase = phase;
     a->epoch = phase == HAR_DEV_GATHER ? d->epoch - 1 : d->epoch;
     d->epoch += phase == HAR_DEV_WHOLE ? 2 : 1;
-    return har_gpu_check(har_dev_launch(a, har_dev_blocks(a->n * a->elem, d->max_blocks), d->queue), "kernel launch");
+    return har_cuda_status(har_engine_dev_launch(a, har_engine_dev_blocks(a->n * a->elem, d->max_blocks), d->queue),
+                           "kernel launch");
 }
 
 /* This rank's shard of a chunk, on the device. */
-static char *shard_of(const ipc_t *d, const har_dev_args_t *a, size_t *len)
+static char *shard_of(const ipc_t *d, const har_engine_dev_args_t *a, size_t *len)
 {
     size_t off;
-    har_shard(a->n, a->elem, d->nranks, d->me, &off, len);
+    har_plan_shard(a->n, a->elem, d->nranks, d->me, &off, len);
     return a->slot[d->me] + off * a->elem;
 }
 
 /* Reduces chunk a to this rank's shard and (`out`: for a transport that
  * takes host memory) copies it out to stage[i]; out[i] then says it is done. */
-static har_status_t reduce_out(ipc_t *d, har_dev_args_t *a, int i, int out)
+static har_status_t reduce_out(ipc_t *d, har_engine_dev_args_t *a, int i, int out)
 {
     size_t len;
     char *shard = shard_of(d, a, &len);
     har_status_t st = launch(d, a, HAR_DEV_REDUCE);
     if (st == HAR_OK && len > 0 && out)
-        st = har_gpu_check(cudaMemcpyAsync(d->stage[i], shard, len * a->elem, cudaMemcpyDeviceToHost, d->stream),
+        st = har_cuda_status(cudaMemcpyAsync(d->stage[i], shard, len * a->elem, cudaMemcpyDeviceToHost, d->stream),
                            "copy to host");
-    if (st == HAR_OK) st = har_gpu_check(cudaEventRecord(d->out[i], d->stream), "cudaEventRecord");
+    if (st == HAR_OK) st = har_cuda_status(cudaEventRecord(d->out[i], d->stream), "cudaEventRecord");
     return st;
 }
 
@@ -512,17 +516,16 @@ static har_status_t reduce_out(ipc_t *d, har_dev_args_t *a, int i, int out)
 static har_status_t fold_block(void *ctx, char *acc, const char *in, size_t n)
 {
     ipc_t *d = ctx;
-    har_status_t st = har_gpu_check(har_dev_fold(acc, in, n, d->dtype, d->op, d->fold), "fold kernel");
-    return st == HAR_OK ? har_gpu_check(cudaStreamSynchronize(d->fold), "fold kernel") : st;
+    har_status_t st = har_cuda_status(har_engine_dev_fold(acc, in, n, d->dtype, d->op, d->fold), "fold kernel");
+    return st == HAR_OK ? har_cuda_status(cudaStreamSynchronize(d->fold), "fold kernel") : st;
 }
 
 /* Across nodes: the pipeline of the comment at the top. Where the
  * transport takes device memory (an MPI that moves it), the shards go to
  * it as they are, with no copies, reduced by a kernel. */
-static har_status_t run_across(ipc_t *d, har_node_t *node, const har_call_t *call, har_dev_args_t *a, size_t chunk,
-                               int inter, const har_gpu_watch_t *watch)
-{
-    har_dev_args_t args[2] = {*a, *a};  /* chunk c's in args[c % 2] */
+static har_status_t run_across(ipc_t *d, har_node_t *node, const har_call_t *call, har_engine_dev_args_t *a,
+                               size_t chunk, int inter, const har_cuda_watch_t *watch) {
+    har_engine_dev_args_t args[2] = {*a, *a};  /* chunk c's in args[c % 2] */
     size_t done = 0, c = 0;
     int direct = har_inter_takes(inter, HAR_MEM_DEVICE);
     d->dtype = a->dtype;
@@ -530,11 +533,11 @@ static har_status_t run_across(ipc_t *d, har_node_t *node, const har_call_t *cal
     next_chunk(d, call, chunk, done, &args[0]);
     har_status_t st = reduce_out(d, &args[0], 0, !direct);
     for (; st == HAR_OK && done < call->count; done += args[c % 2].n, c++) {
-        har_dev_args_t *now = &args[c % 2], *then = &args[(c + 1) % 2];
+        har_engine_dev_args_t *now = &args[c % 2], *then = &args[(c + 1) % 2];
         size_t len;
         char *shard = shard_of(d, now, &len);
         int more = done + now->n < call->count, overlap = HAR_CFG(device_pipeline).i;
-        st = har_gpu_wait_event(d->stream, d->out[c % 2], node, watch, "device shard");
+        st = har_cuda_wait_event(d->stream, d->out[c % 2], node, watch, "device shard");
         if (st == HAR_OK && more && overlap) {
             next_chunk(d, call, chunk, done + now->n, then);
             st = reduce_out(d, then, (int)((c + 1) % 2), !direct);
@@ -547,11 +550,11 @@ static har_status_t run_across(ipc_t *d, har_node_t *node, const har_call_t *cal
                                          .reduce = fold_block, .reduce_ctx = d};
         if (st == HAR_OK && len > 0) st = har_inter_allreduce(node, &across);
         if (st == HAR_OK && len > 0 && !direct)
-            st = har_gpu_check(cudaMemcpyAsync(shard, d->stage[c % 2], len * now->elem, cudaMemcpyHostToDevice,
+            st = har_cuda_status(cudaMemcpyAsync(shard, d->stage[c % 2], len * now->elem, cudaMemcpyHostToDevice,
                                                d->stream), "copy to device");
         if (st == HAR_OK) st = launch(d, now, HAR_DEV_GATHER);
         if (st == HAR_OK && more && !overlap) {  /* HAR_DEVICE_PIPELINE=0: the next chunk after this one */
-            if ((st = har_gpu_wait(d->stream, node, watch, "device")) != HAR_OK) break;
+            if ((st = har_cuda_wait(d->stream, node, watch, "device")) != HAR_OK) break;
             next_chunk(d, call, chunk, done + now->n, then);
             st = reduce_out(d, then, (int)((c + 1) % 2), !direct);
         }
@@ -565,11 +568,11 @@ static har_status_t across_buffers(ipc_t *d, int inter)
 {
     har_status_t st = HAR_OK;
     for (int i = 0; i < 2 && st == HAR_OK; i++)
-        if (!d->out[i]) st = har_gpu_check(cudaEventCreateWithFlags(&d->out[i], cudaEventDisableTiming), "event");
+        if (!d->out[i]) st = har_cuda_status(cudaEventCreateWithFlags(&d->out[i], cudaEventDisableTiming), "event");
     if (har_inter_takes(inter, HAR_MEM_DEVICE)) {
-        if (st == HAR_OK && !d->dtmp) st = har_gpu_check(cudaMalloc((void **)&d->dtmp, d->slot_bytes), "cudaMalloc");
+        if (st == HAR_OK && !d->dtmp) st = har_cuda_status(cudaMalloc((void **)&d->dtmp, d->slot_bytes), "cudaMalloc");
         if (st == HAR_OK && !d->fold)
-            st = har_gpu_stream_create((void **)&d->fold);
+            st = har_cuda_stream_create((void **)&d->fold);
         return st;
     }
     for (int i = 0; i < 2 && st == HAR_OK; i++)
@@ -604,7 +607,7 @@ static har_arrival_t recorded_call(const volatile uint64_t *rec, const har_arriv
     return theirs;
 }
 
-/* A difference the kernels of call w recorded, reported (har_calls_differ);
+/* A difference the kernels of call w recorded, reported (har_node_calls_differ);
  * else HAR_OK. */
 static har_status_t recorded_difference(const call_watch_t *w)
 {
@@ -613,15 +616,15 @@ static har_status_t recorded_difference(const call_watch_t *w)
         if (rec[0] != w->id) continue;
         har_arrival_t mine;
         memset(&mine, 0, sizeof mine);  /* flags and device: not compared */
-        har_arrival_of(&mine, w->call, w->no);
+        har_node_arrival_of(&mine, w->call, w->no);
         har_arrival_t theirs = recorded_call(rec, &mine);
         int peer = (int)rec[1];
-        return har_calls_differ(w->node, w->d->me, &mine, peer, &theirs, peer, w->step);
+        return har_node_calls_differ(w->node, w->d->me, &mine, peer, &theirs, peer, w->step);
     }
     return HAR_OK;
 }
 
-/* The wait's look at a call gone ahead (har_gpu_watch_t.poll): a
+/* The wait's look at a call gone ahead (har_cuda_watch_t.poll): a
  * difference its kernels recorded while some of their blocks still wait
  * (for blocks a differing call never runs), or one in a peer's posted
  * record (a call of another size went ahead into other kernels, which
@@ -655,7 +658,7 @@ static har_status_t launch_chunks(ipc_t *d, har_node_t *node, const har_call_t *
                                   uint64_t no, call_watch_t *w)
 {
     *w = (call_watch_t){d, node, call, no, BARRIER_CALL_ID(d->epoch), d->max_blocks, "ahead", NULL};
-    har_dev_args_t a;
+    har_engine_dev_args_t a;
     memset(&a, 0, sizeof a);
     a.nranks = d->nranks;
     a.me = d->me;
@@ -666,14 +669,14 @@ static har_status_t launch_chunks(ipc_t *d, har_node_t *node, const har_call_t *
     a.abort = d->abort_dev;
     a.aligned = ((uintptr_t)call->in | (uintptr_t)call->out) % 16 == 0;
     a.count = call->count;
-    a.sig = har_dev_push_sig(call->red.type_code, call->red.dev_op, (uint32_t)no);
+    a.sig = har_engine_dev_push_sig(call->red.type_code, call->red.dev_op, (uint32_t)no);
     a.call_id = w->id;
     a.differs = d->push_host_dev->differs;
     for (int r = 0; r < d->nranks; r++) a.flags[r] = d->peer[r];
-    size_t chunk = har_chunk_elems(plan->chunk_bytes, a.elem);
-    har_status_t st = d->queue == d->started ? har_gpu_follow_legacy(d->started, (void **)&d->legacy_seen) : HAR_OK;
+    size_t chunk = har_plan_chunk_elems(plan->chunk_bytes, a.elem);
+    har_status_t st = d->queue == d->started ? har_cuda_follow_legacy(d->started, (void **)&d->legacy_seen) : HAR_OK;
     if (st == HAR_OK && node->nnodes > 1) {
-        har_gpu_watch_t watch = {NULL, stop_call, w};
+        har_cuda_watch_t watch = {NULL, stop_call, w};
         if ((st = across_buffers(d, plan->inter)) == HAR_OK)
             st = run_across(d, node, call, &a, chunk, plan->inter, &watch);
     } else {
@@ -691,9 +694,9 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
 {
     call_watch_t w;
     int ahead = (plan->paths & HAR_BIT(AHEAD)) != 0;
-    har_gpu_watch_t watch = {ahead ? ahead_poll : NULL, stop_call, &w};
+    har_cuda_watch_t watch = {ahead ? ahead_poll : NULL, stop_call, &w};
     har_status_t st = launch_chunks(d, node, call, plan, node->call, &w);
-    if (st == HAR_OK) st = har_gpu_wait(d->stream, node, &watch, "device");
+    if (st == HAR_OK) st = har_cuda_wait(d->stream, node, &watch, "device");
     return st == HAR_OK && ahead ? recorded_difference(&w) : st;
 }
 
@@ -718,7 +721,7 @@ static har_status_t launch_resident(ipc_t *d, int dtype, int op)
     r.done = d->push_host_dev->done;
     r.differs = d->push_host_dev->differs;
     r.ended = d->push_host_dev->ended;
-    return har_gpu_check(har_dev_resident(&r, d->push_blocks, d->resident_stream), "resident kernel launch");
+    return har_cuda_status(har_engine_dev_resident(&r, d->push_blocks, d->resident_stream), "resident kernel launch");
 }
 
 /* Has block b of the resident generation ended (idle, another pair, or
@@ -804,7 +807,7 @@ static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *ca
     a.op = call->red.dev_op;
     a.seq = seq;
     a.count = call->count;
-    a.sig = har_dev_push_sig(call->red.type_code, call->red.dev_op, (uint32_t)no);
+    a.sig = har_engine_dev_push_sig(call->red.type_code, call->red.dev_op, (uint32_t)no);
     a.abort = d->abort_dev;
     a.done = captured ? d->push_host_dev->graph_done : d->push_host_dev->done;
     a.differs = captured ? d->push_host_dev->graph_differs : d->push_host_dev->differs;
@@ -813,10 +816,10 @@ static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *ca
     /* A launched kernel waits for the application's input on the legacy
      * stream; a call posted to the resident grid cannot, so it is posted
      * only where that stream is idle. */
-    *resident = may_post && d->resident_idle_ns && har_gpu_legacy_idle();
+    *resident = may_post && d->resident_idle_ns && har_cuda_legacy_idle();
     if (*resident) st = post_resident(d, &a);
-    else if (d->queue != d->started || (st = har_gpu_follow_legacy(d->started, (void **)&d->legacy_seen)) == HAR_OK)
-        st = har_gpu_check(har_dev_push(&a, d->push_blocks, d->queue), "kernel launch");
+    else if (d->queue != d->started || (st = har_cuda_follow_legacy(d->started, (void **)&d->legacy_seen)) == HAR_OK)
+        st = har_cuda_status(har_engine_dev_push(&a, d->push_blocks, d->queue), "kernel launch");
     *w = (call_watch_t){d, node, call, no, seq, d->push_blocks, "push", captured ? d->push_host->graph_differs : NULL};
     return st;  /* failed: never pushed, its peers wait until the caller fails the segment */
 }
@@ -829,9 +832,9 @@ static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call,
     /* Not while calls the host has not seen end may run: the grid would not wait for their kernels. */
     har_status_t st = launch_push(d, node, call, node->call, !d->tail, after, 0, &w, resident);
     if (st != HAR_OK) return st;
-    har_gpu_watch_t watch = {ahead_poll, stop_call, &w};
+    har_cuda_watch_t watch = {ahead_poll, stop_call, &w};
     push_wait_t flags = {d, w.id, *resident};
-    st = har_gpu_wait_flags(*resident ? d->resident_stream : d->stream, push_done, &flags, node, &watch, "device");
+    st = har_cuda_wait_flags(*resident ? d->resident_stream : d->stream, push_done, &flags, node, &watch, "device");
     return st == HAR_OK ? recorded_difference(&w) : st;
 }
 
@@ -847,8 +850,8 @@ static har_status_t stage_call(ipc_t *d, const har_call_t *call, har_call_t *sta
     }
     har_status_t st = HAR_OK;
     if (!d->ahead_stage)
-        st = har_gpu_check(cudaMalloc((void **)&d->ahead_stage, 2 * d->ahead_max), "cudaMalloc (staging)");
-    if (st == HAR_OK) st = har_mem_copy(d->ahead_stage, HAR_MEM_DEVICE, call->in, call->in_kind, call->bytes);
+        st = har_cuda_status(cudaMalloc((void **)&d->ahead_stage, 2 * d->ahead_max), "cudaMalloc (staging)");
+    if (st == HAR_OK) st = har_cuda_copy(d->ahead_stage, HAR_MEM_DEVICE, call->in, call->in_kind, call->bytes);
     *staged = *call;
     staged->in = d->ahead_stage;
     staged->out = d->ahead_stage + d->ahead_max;
@@ -860,9 +863,9 @@ static har_status_t stage_call(ipc_t *d, const har_call_t *call, har_call_t *sta
 static har_status_t ipc_run(void *engine, har_node_t *node, const har_call_t *call, har_plan_t *plan)
 {
     ipc_t *d = engine;
-    har_gpu_scope_t scope;
+    har_cuda_scope_t scope;
     int resident = 0;
-    har_status_t st = har_gpu_enter(d->gpu, &scope);
+    har_status_t st = har_cuda_enter(d->gpu, &scope);
     int here = call->in_kind == HAR_MEM_DEVICE && call->out_kind == HAR_MEM_DEVICE && call->gpu == d->gpu;
     har_call_t staged = *call;
     if (st == HAR_OK && !here) st = stage_call(d, call, &staged);
@@ -872,9 +875,9 @@ static har_status_t ipc_run(void *engine, har_node_t *node, const har_call_t *ca
     if (st == HAR_OK) st = follow_tail(d, push ? &after : NULL);
     if (st == HAR_OK) st = push ? run_push(d, node, &staged, after, &resident) : run_chunks(d, node, &staged, plan);
     if (st == HAR_OK) d->tail = NULL;  /* the host saw it end, and so every call before it */
-    if (st == HAR_OK && !here) st = har_mem_copy(call->out, call->out_kind, staged.out, HAR_MEM_DEVICE, call->bytes);
+    if (st == HAR_OK && !here) st = har_cuda_copy(call->out, call->out_kind, staged.out, HAR_MEM_DEVICE, call->bytes);
     if (resident) plan->paths |= HAR_BIT(RESIDENT);
-    har_gpu_leave(&scope);
+    har_cuda_leave(&scope);
     return st;
 }
 
@@ -900,10 +903,10 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
     }
     o->call = *call;
     o->push = (plan->paths & HAR_BIT(PUSH)) != 0;
-    har_gpu_scope_t scope;
+    har_cuda_scope_t scope;
     int resident = 0;
     cudaEvent_t *ended = &d->op_ended[no & 1];
-    har_status_t st = har_gpu_enter(d->gpu, &scope);
+    har_status_t st = har_cuda_enter(d->gpu, &scope);
     /* No wait for the blocking stream: the host saw each blocking call end
      * before it returned (a push kernel writes its flags after its last
      * access to the segments). */
@@ -911,12 +914,13 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
     uint64_t after;
     if (st == HAR_OK) st = follow_tail(d, o->push ? &after : NULL);
     if (st == HAR_OK && !o->push && !*ended)
-        st = har_gpu_check(cudaEventCreateWithFlags(ended, cudaEventDisableTiming), "event");
+        st = har_cuda_status(cudaEventCreateWithFlags(ended, cudaEventDisableTiming), "event");
     if (st == HAR_OK && o->push) st = launch_push(d, node, &o->call, no, 0, after, 0, &o->watch, &resident);
     else if (st == HAR_OK) st = launch_chunks(d, node, &o->call, plan, no, &o->watch);
-    if (st == HAR_OK && !o->push && (st = har_gpu_check(cudaEventRecord(*ended, d->started), "cudaEventRecord")) != HAR_OK)
+    if (st == HAR_OK && !o->push &&
+        (st = har_cuda_status(cudaEventRecord(*ended, d->started), "cudaEventRecord")) != HAR_OK)
         stop_failed(d);
-    har_gpu_leave(&scope);
+    har_cuda_leave(&scope);
     if (st != HAR_OK) {
         free(o);
         return st;
@@ -948,19 +952,19 @@ static int ipc_test(void *op, har_status_t *st)
     }
     *st = HAR_OK;
     if (r == 0) {
-        double now = har_seg_now();
+        double now = har_node_seg_now();
         if (!o->waited_from) o->waited_from = o->checked = now;
         if (now - o->checked < OP_CHECK_EVERY) return 0;
         o->checked = now;
         /* A kernel that faulted never writes its flags: the stream says so. */
         cudaError_t e = cudaStreamQuery(d->started);
-        *st = e == cudaSuccess || e == cudaErrorNotReady ? HAR_OK : har_gpu_check(e, "device");
-        if (*st == HAR_OK) *st = har_node_check(w->node, o->waited_from, w->step);
+        *st = e == cudaSuccess || e == cudaErrorNotReady ? HAR_OK : har_cuda_status(e, "device");
+        if (*st == HAR_OK) *st = har_node_poll(w->node, o->waited_from, w->step);
         if (*st == HAR_OK) *st = ahead_poll(w);
         if (*st == HAR_OK) return 0;
         stop_failed(d);
     } else if (r < 0) {
-        *st = har_gpu_check(-r, "device");
+        *st = har_cuda_status(-r, "device");
     } else {
         /* Ended, unless stopped: a failure found by the other call in
          * flight stops every kernel of this engine. */
@@ -1042,7 +1046,7 @@ static har_status_t graph_difference(ipc_t *d)
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         const har_arrival_t *mine = &d->graph_calls[(uint32_t)rec[3] % ENQ_RING];  /* the call it was in */
         har_arrival_t theirs = recorded_call(rec, mine);
-        if (har_arrival_differs(mine, &theirs) == HAR_OK) {
+        if (har_node_arrival_differs(mine, &theirs) == HAR_OK) {
             /* The peer replayed a captured call this rank captured too, at
              * another place in its order: which call of this rank's met it
              * is not recorded. */
@@ -1071,12 +1075,12 @@ static int watch_one(ipc_t *d)
     if (st == HAR_OK && !done) {
         /* HAR_TIMEOUT counts from the last call done: calls queued back to
          * back may keep some outstanding for longer than that. */
-        if (!d->enq_since || least != d->enq_least) d->enq_since = har_seg_now(), d->enq_least = least;
-        st = har_node_check_here(d->enq_node, d->enq_since, "enqueued");
-    } else if (st == HAR_OK && d->captured && har_seg_now() - d->graph_checked > GRAPH_CHECK_EVERY) {
+        if (!d->enq_since || least != d->enq_least) d->enq_since = har_node_seg_now(), d->enq_least = least;
+        st = har_node_poll_here(d->enq_node, d->enq_since, "enqueued");
+    } else if (st == HAR_OK && d->captured && har_node_seg_now() - d->graph_checked > GRAPH_CHECK_EVERY) {
         /* No time-out: whether a replay runs is not known. */
-        d->graph_checked = har_seg_now();
-        st = har_node_check_here(d->enq_node, d->graph_checked, "graph");
+        d->graph_checked = har_node_seg_now();
+        st = har_node_poll_here(d->enq_node, d->graph_checked, "graph");
     }
     if (st == HAR_OK) {
         if (done) d->enq_since = 0;
@@ -1171,8 +1175,8 @@ static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t
                                 int captured)
 {
     ipc_t *d = engine;
-    har_gpu_scope_t scope;
-    har_status_t st = har_gpu_enter(d->gpu, &scope);
+    har_cuda_scope_t scope;
+    har_status_t st = har_cuda_enter(d->gpu, &scope);
     int here = call->in_kind == HAR_MEM_DEVICE && call->out_kind == HAR_MEM_DEVICE && call->gpu == d->gpu;
     if (st == HAR_OK && captured && !here) {
         har_note("a call captured into a CUDA graph takes device buffers on the communicator's GPU only");
@@ -1188,11 +1192,11 @@ static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t
     if (st == HAR_OK && !captured) st = follow_tail(d, here ? &after : NULL);
     if (st == HAR_OK && !here) {
         if (!d->enq_stage)
-            st = har_gpu_check(cudaMalloc((void **)&d->enq_stage, 2 * d->push_max), "cudaMalloc (staging)");
+            st = har_cuda_status(cudaMalloc((void **)&d->enq_stage, 2 * d->push_max), "cudaMalloc (staging)");
         staged.in = d->enq_stage;
         staged.out = d->enq_stage + d->push_max;
         if (st == HAR_OK)
-            st = har_gpu_check(cudaMemcpyAsync(d->enq_stage, call->in, call->bytes, cudaMemcpyDefault, d->queue),
+            st = har_cuda_status(cudaMemcpyAsync(d->enq_stage, call->in, call->bytes, cudaMemcpyDefault, d->queue),
                                "copy to the GPU");
     }
     call_watch_t w;
@@ -1200,30 +1204,30 @@ static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t
     if (st == HAR_OK) st = launch_push(d, node, &staged, no, 0, after, captured, &w, &resident);
     d->enq_node = node;
     if (st == HAR_OK && captured) {
-        har_arrival_of(&d->graph_calls[no % ENQ_RING], call, no);
+        har_node_arrival_of(&d->graph_calls[no % ENQ_RING], call, no);
         atomic_store(&d->captured, 1);
         st = watch(d);
     } else if (st == HAR_OK) {
         /* Watched before the copy back: into pageable host memory it makes
          * the host wait for the kernel, which only the watch can stop. */
-        har_arrival_of(&d->enq_ring[w.id % ENQ_RING].call, call, no);
+        har_node_arrival_of(&d->enq_ring[w.id % ENQ_RING].call, call, no);
         __atomic_store_n(&d->enq_ring[w.id % ENQ_RING].seq, w.id, __ATOMIC_RELEASE);  /* the description first */
         atomic_store(&d->enq_last, w.id);
         st = watch(d);
     }
     if (st == HAR_OK && !here)
-        st = har_gpu_check(cudaMemcpyAsync(call->out, staged.out, call->bytes, cudaMemcpyDefault, d->queue),
+        st = har_cuda_status(cudaMemcpyAsync(call->out, staged.out, call->bytes, cudaMemcpyDefault, d->queue),
                            "copy from the GPU");
     if (st == HAR_OK && !captured && here) {
         d->tail = d->queue;
         d->tail_push = w.id;
     } else if (st == HAR_OK && !captured && (st = tail_event(d)) == HAR_OK &&
-               (st = har_gpu_check(cudaEventRecord(d->tail_end, d->queue), "cudaEventRecord")) == HAR_OK) {
+               (st = har_cuda_status(cudaEventRecord(d->tail_end, d->queue), "cudaEventRecord")) == HAR_OK) {
         d->tail = d->queue;
         d->tail_push = 0;
     }
     if (st != HAR_OK) stop_failed(d);
-    har_gpu_leave(&scope);
+    har_cuda_leave(&scope);
     return st;
 }
 

@@ -65,7 +65,7 @@ __device__ __forceinline__ uint64_t *call_words(char *area, int writer, int bloc
 // every rank's does (a difference is seen from both sides), so no kernel
 // mixes two calls' data. Returns false if the block is to stop: the
 // difference, or the host's abort flag (a peer died or timed out).
-__device__ bool barrier(const har_dev_args_t &a, uint64_t e, bool header)
+__device__ bool barrier(const har_engine_dev_args_t &a, uint64_t e, bool header)
 {
     __shared__ int stop;
     __syncthreads();  // the whole block's writes come before thread 0's release
@@ -105,11 +105,11 @@ __device__ bool barrier(const har_dev_args_t &a, uint64_t e, bool header)
 }
 
 // The range of shard s that block b handles.
-__device__ void block_range(const har_dev_args_t &a, int shards, int s, size_t *off, size_t *len)
+__device__ void block_range(const har_engine_dev_args_t &a, int shards, int s, size_t *off, size_t *len)
 {
     size_t soff, slen, boff;
-    har_shard(a.n, a.elem, shards, s, &soff, &slen);  // the host side's shards, exactly
-    har_shard(slen, a.elem, gridDim.x, blockIdx.x, &boff, len);
+    har_plan_shard(a.n, a.elem, shards, s, &soff, &slen);  // the host side's shards, exactly
+    har_plan_shard(slen, a.elem, gridDim.x, blockIdx.x, &boff, len);
     *off = soff + boff;
 }
 
@@ -249,7 +249,7 @@ template <typename T> __device__ void copy_range(char *dst, const char *src, siz
     for (size_t i = done + threadIdx.x; i < len; i += blockDim.x) ((T *)dst)[off + i] = ((const T *)src)[off + i];
 }
 
-template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS) allreduce(har_dev_args_t a)
+template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS) allreduce(har_engine_dev_args_t a)
 {
     const int shards = a.one_shot ? 1 : a.nranks;
     const bool vec = a.aligned;  // slots are always aligned; the user's buffers may not be
@@ -389,7 +389,7 @@ __device__ __forceinline__ bool push_call(const har_push_args_t &a, const uint64
     const uint32_t flag = ll_flag(seq);
     const size_t lines = (a.n + E - 1) / E;
     size_t off, len;
-    har_shard(lines, 8, gridDim.x, blockIdx.x, &off, &len);
+    har_plan_shard(lines, 8, gridDim.x, blockIdx.x, &off, &len);
     if (threadIdx.x == 0) stop = 0, differs = 0;
     if (a.after) {
         // The call before it, on another stream: every block of it ended
@@ -659,7 +659,7 @@ template <typename T> int fold_type(int op, void *acc, const void *in, size_t n,
     return (int)cudaErrorInvalidValue;
 }
 
-template <typename T, int OP> int launch_one(const har_dev_args_t *a, int blocks, cudaStream_t s)
+template <typename T, int OP> int launch_one(const har_engine_dev_args_t *a, int blocks, cudaStream_t s)
 {
     allreduce<T, OP><<<blocks, HAR_DEV_THREADS, 0, s>>>(*a);
     return (int)cudaGetLastError();
@@ -732,7 +732,7 @@ template <typename T> int fewest_float() { return fewest_resident<T, HAR_OP_SUM,
 
 // tests/gpu/latency_probe.cu includes this file for its kernels alone.
 #ifndef HAR_KERNELS_ONLY
-extern "C" int har_dev_blocks_per_sm(void)
+extern "C" int har_engine_dev_blocks_per_sm(void)
 {
     int per[] = {fewest_float<float>(), fewest_float<double>(), fewest_int<int32_t>(), fewest_int<uint32_t>(),
                  fewest_int<int64_t>(), fewest_int<uint64_t>()};
@@ -747,7 +747,7 @@ extern "C" int har_dev_blocks_per_sm(void)
     return least;
 }
 
-extern "C" int har_dev_blocks(size_t bytes, int max_blocks)
+extern "C" int har_engine_dev_blocks(size_t bytes, int max_blocks)
 {
     size_t blocks = bytes / (32 << 10);  // 32 KiB per block before adding more
     return blocks < 1 ? 1 : blocks > (size_t)max_blocks ? max_blocks : (int)blocks;
@@ -768,16 +768,22 @@ template <typename A> int launch_any(const A *a, int blocks, void *stream)
     return (int)cudaErrorInvalidValue;
 }
 
-extern "C" int har_dev_launch(const har_dev_args_t *a, int blocks, void *stream) { return launch_any(a, blocks, stream); }
+extern "C" int har_engine_dev_launch(const har_engine_dev_args_t *a, int blocks, void *stream)
+{
+    return launch_any(a, blocks, stream);
+}
 
-extern "C" int har_dev_push(const har_push_args_t *a, int blocks, void *stream) { return launch_any(a, blocks, stream); }
+extern "C" int har_engine_dev_push(const har_push_args_t *a, int blocks, void *stream)
+{
+    return launch_any(a, blocks, stream);
+}
 
-extern "C" int har_dev_resident(const har_resident_args_t *r, int blocks, void *stream)
+extern "C" int har_engine_dev_resident(const har_resident_args_t *r, int blocks, void *stream)
 {
     return launch_any(r, blocks, stream);
 }
 
-extern "C" int har_dev_fold(void *acc, const void *in, size_t n, int dtype, int op, void *stream)
+extern "C" int har_engine_dev_fold(void *acc, const void *in, size_t n, int dtype, int op, void *stream)
 {
     cudaStream_t s = (cudaStream_t)stream;
     switch (dtype) {
@@ -791,7 +797,7 @@ extern "C" int har_dev_fold(void *acc, const void *in, size_t n, int dtype, int 
     return (int)cudaErrorInvalidValue;
 }
 
-extern "C" int har_dev_probe(const void *peer, void *out, void *stream)
+extern "C" int har_engine_dev_probe(const void *peer, void *out, void *stream)
 {
     probe<<<1, 1, 0, (cudaStream_t)stream>>>((const uint4 *)peer, (uint4 *)out);
     cudaError_t e = cudaGetLastError();
@@ -806,7 +812,7 @@ __global__ void wait_push(const uint64_t *done_dev, int blocks, uint64_t after, 
     acquire_fence_sys();
 }
 
-extern "C" int har_dev_wait_push(const uint64_t *done_dev, int blocks, uint64_t after, volatile int *abort,
+extern "C" int har_engine_dev_wait_push(const uint64_t *done_dev, int blocks, uint64_t after, volatile int *abort,
                                  void *stream)
 {
     wait_push<<<1, 1, 0, (cudaStream_t)stream>>>(done_dev, blocks, after, abort);
@@ -816,7 +822,7 @@ extern "C" int har_dev_wait_push(const uint64_t *done_dev, int blocks, uint64_t 
 /* Does nothing: the launch floor that har-bench times beside har. */
 __global__ void empty_kernel() {}
 
-extern "C" int har_dev_empty(void *stream)
+extern "C" int har_engine_dev_empty(void *stream)
 {
     empty_kernel<<<1, 1, 0, (cudaStream_t)stream>>>();
     return (int)cudaGetLastError();

@@ -39,7 +39,7 @@ typedef struct {
     size_t n;                        /* elements */
     int nranks, me, dtype, op;
     uint64_t seq;                    /* push calls so far, this one included: the same on every rank */
-    uint64_t count, sig;             /* what every peer must have called too (har_dev_push_sig) */
+    uint64_t count, sig;             /* what every peer must have called too (har_engine_dev_push_sig) */
     volatile int *abort;             /* host-mapped: the host sets it to stop waiting blocks */
     uint64_t *done;                  /* host-mapped: block b stores seq in done[b] once its output is written */
     uint64_t *differs;               /* host-mapped, 4 words per block: {seq, local rank, its count, its signature}
@@ -106,7 +106,7 @@ typedef struct {
 
 /* The push kernels' signature of a call: its type, op and number on the
  * communicator (with the count, what the ranks must agree on). */
-static inline uint64_t har_dev_push_sig(uint32_t type, int op, uint32_t call)
+static inline uint64_t har_engine_dev_push_sig(uint32_t type, int op, uint32_t call)
 {
     return ((uint64_t)type << 40) | ((uint64_t)(uint8_t)op << 32) | call;
 }
@@ -116,7 +116,7 @@ typedef enum {
     HAR_DEV_WHOLE,   /* copy in, reduce, (two-shot: all-gather): one node */
     HAR_DEV_REDUCE,  /* copy in, reduce this rank's shard: before the inter-node step */
     HAR_DEV_GATHER   /* all-gather of finished shards: after it */
-} har_dev_phase_t;
+} har_engine_dev_phase_t;
 
 typedef struct {
     char *slot[HAR_DEV_MAX_RANKS];   /* this chunk's slot of every local rank, as mapped here */
@@ -128,48 +128,48 @@ typedef struct {
     uint64_t epoch;                  /* its barriers meet at epoch+1 (copy in) and epoch+2 (gather) */
     volatile int *abort;             /* host-mapped: the host sets it to stop spinning blocks */
     /* One node (HAR_DEV_WHOLE): what every peer must have called too
-     * (count, har_dev_push_sig), checked at the first barrier, since a
+     * (count, har_engine_dev_push_sig), checked at the first barrier, since a
      * rank may launch before its peers arrive; a peer whose call differs is
      * recorded in `differs` (host-mapped, 4 words per block: {call_id, local
      * rank, its count, its signature}). */
     uint64_t count, sig, call_id;
     uint64_t *differs;
-} har_dev_args_t;
+} har_engine_dev_args_t;
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 /* Launches one chunk's kernel on `stream` (a cudaStream_t); 0 or a cudaError_t. */
-int har_dev_launch(const har_dev_args_t *a, int blocks, void *stream);
+int har_engine_dev_launch(const har_engine_dev_args_t *a, int blocks, void *stream);
 /* Queues one push call on `stream`, `blocks` blocks; 0 or a cudaError_t. */
-int har_dev_push(const har_push_args_t *a, int blocks, void *stream);
+int har_engine_dev_push(const har_push_args_t *a, int blocks, void *stream);
 /* Queues on `stream` a wait (one thread) until done_dev[b] >= after for
  * each of `blocks` blocks, or until *abort is set: the push call numbered
  * `after` ended, for work that is not a push kernel; 0 or a cudaError_t. */
-int har_dev_wait_push(const uint64_t *done_dev, int blocks, uint64_t after, volatile int *abort, void *stream);
+int har_engine_dev_wait_push(const uint64_t *done_dev, int blocks, uint64_t after, volatile int *abort, void *stream);
 /* Launches a resident push grid of `blocks` blocks on `stream` (a
  * non-blocking one); 0 or a cudaError_t. Block b serves every posted call
  * numbered above done[b] whose type and op are r->dtype and r->op, in
  * turn; the grid ends after idle_ns without a call, on a call of another
  * pair, or when the abort flag is set. */
-int har_dev_resident(const har_resident_args_t *r, int blocks, void *stream);
+int har_engine_dev_resident(const har_resident_args_t *r, int blocks, void *stream);
 /* Blocks for a chunk of `bytes`, at most `max_blocks` (the grid the node
  * agreed): the same on every rank. */
-int har_dev_blocks(size_t bytes, int max_blocks);
+int har_engine_dev_blocks(size_t bytes, int max_blocks);
 /* Blocks of any of the kernels that fit on one multiprocessor at once, by
  * the occupancy the runtime computes for the current GPU; -1 if it cannot
  * say. A block waits for the same block of every peer, so a grid is only
  * safe when every block of every rank on a GPU can be resident together. */
-int har_dev_blocks_per_sm(void);
+int har_engine_dev_blocks_per_sm(void);
 /* acc[i] = acc[i] op in[i] for n elements of device memory, queued on
  * `stream`: the ring's reduction where its blocks are device memory. */
-int har_dev_fold(void *acc, const void *in, size_t n, int dtype, int op, void *stream);
+int har_engine_dev_fold(void *acc, const void *in, size_t n, int dtype, int op, void *stream);
 /* Copies 16 bytes from `peer` (another GPU's memory) to `out` with a kernel:
  * proof that this GPU can load from that one. 0 or a cudaError_t. */
-int har_dev_probe(const void *peer, void *out, void *stream);
+int har_engine_dev_probe(const void *peer, void *out, void *stream);
 /* Queues an empty kernel of one thread on `stream`: har-bench's launch
  * floor (the cost of any call that launches and waits). 0 or a cudaError_t. */
-int har_dev_empty(void *stream);
+int har_engine_dev_empty(void *stream);
 #ifdef __cplusplus
 }
 #endif

@@ -34,7 +34,7 @@ typedef struct {
 /* Opens `library` (a file name the loader searches for, or a path) and binds
  * the calls above. Whether it could: 0 with a reason in `why` if not (a
  * library that is missing is no failure of har's, only an engine fewer). */
-static inline int har_nccl_load(har_nccl_api_t *api, const char *library, char *why, size_t why_len)
+static inline int har_engine_nccl_load(har_nccl_api_t *api, const char *library, char *why, size_t why_len)
 {
     memset(api, 0, sizeof *api);
     void *lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);

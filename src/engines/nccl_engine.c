@@ -28,7 +28,7 @@ static void load(void)
 {
     const char *name = HAR_CFG(nccl).s;
     if (!name[0] || strcmp(name, "0") == 0) snprintf(lib.why, sizeof lib.why, "HAR_NCCL=0");
-    else lib.loaded = har_nccl_load(&lib.api, name, lib.why, sizeof lib.why);
+    else lib.loaded = har_engine_nccl_load(&lib.api, name, lib.why, sizeof lib.why);
 }
 
 typedef struct {
@@ -41,18 +41,18 @@ static void nccl_destroy(void *engine)
 {
     nccl_t *e = engine;
     if (!e) return;
-    har_gpu_scope_t scope;
-    har_gpu_enter(e->gpu, &scope);
+    har_cuda_scope_t scope;
+    har_cuda_enter(e->gpu, &scope);
     /* Nothing is in flight: abort is a local teardown, where destroy may wait
      * for the peers (gone after a failure, or freeing in another order). */
     if (e->comm) lib.api.comm_abort(e->comm);
     if (e->stream) cudaStreamDestroy(e->stream);
     cudaGetLastError();
-    har_gpu_leave(&scope);
+    har_cuda_leave(&scope);
     free(e);
 }
 
-static har_engine_state_t nccl_setup(har_node_t *node, const har_gpu_t *gpu, void **engine)
+static har_engine_state_t nccl_setup(har_node_t *node, const har_cuda_gpu_t *gpu, void **engine)
 {
     const char *what = "NCCL engine", *instead = "device buffers take the CUDA IPC kernels or the host segment";
     char why[320] = "";
@@ -65,13 +65,13 @@ static har_engine_state_t nccl_setup(har_node_t *node, const har_gpu_t *gpu, voi
     if (!har_node_agree(node, here, 1, what, why, instead)) return HAR_ENGINE_NOT_HERE;
 
     nccl_t *e = calloc(1, sizeof *e);
-    har_gpu_scope_t scope = {0};
+    har_cuda_scope_t scope = {0};
     int ok = e != NULL;
     struct { har_ncclUniqueId id; int ok; } id = {{{0}}, 1};
     if (ok) {
         e->gpu = gpu->ordinal;
-        ok = har_gpu_enter(e->gpu, &scope) == HAR_OK &&
-             har_gpu_check(cudaStreamCreateWithFlags(&e->stream, cudaStreamDefault), "cudaStreamCreate") == HAR_OK;
+        ok = har_cuda_enter(e->gpu, &scope) == HAR_OK &&
+             har_cuda_status(cudaStreamCreateWithFlags(&e->stream, cudaStreamDefault), "cudaStreamCreate") == HAR_OK;
     }
     if (ok && node->local_rank == 0) {
         har_ncclResult_t r = lib.api.get_unique_id(&id.id);
@@ -96,7 +96,7 @@ static har_engine_state_t nccl_setup(har_node_t *node, const har_gpu_t *gpu, voi
         }
         ok = har_node_agree(node, e->comm != NULL, 0, what, why, instead);
     }
-    har_gpu_leave(&scope);
+    har_cuda_leave(&scope);
     if (!ok) {
         nccl_destroy(e);
         return HAR_ENGINE_FAILED;
@@ -156,10 +156,10 @@ static har_status_t nccl_run(void *engine, har_node_t *node, const har_call_t *c
 {
     (void)plan;
     nccl_t *e = engine;
-    har_gpu_watch_t watch = {async_error, abort_comm, e};
-    har_gpu_scope_t scope;
+    har_cuda_watch_t watch = {async_error, abort_comm, e};
+    har_cuda_scope_t scope;
     if (!e->comm) return HAR_ERR_PEER_FAILED;  /* aborted by an earlier failure */
-    har_status_t st = har_gpu_enter(e->gpu, &scope);
+    har_status_t st = har_cuda_enter(e->gpu, &scope);
     if (st == HAR_OK) {
         har_ncclResult_t r = lib.api.all_reduce(call->in, call->out, call->count, nccl_dtype(call->red.dev_type),
                                                 nccl_op(call->red.dev_op), e->comm, e->stream);
@@ -168,10 +168,10 @@ static har_status_t nccl_run(void *engine, har_node_t *node, const har_call_t *c
             abort_comm(e);
             st = HAR_ERR_CUDA;
         } else {
-            st = har_gpu_wait(e->stream, node, &watch, "NCCL");
+            st = har_cuda_wait(e->stream, node, &watch, "NCCL");
         }
     }
-    har_gpu_leave(&scope);
+    har_cuda_leave(&scope);
     return st;
 }
 

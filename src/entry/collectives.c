@@ -31,8 +31,8 @@ static int ask(har_coll_t coll, int need, int nonblocking, har_stage_ask_t *a, c
      * it nothing is device memory), then one driver query per buffer
      * (none for NULL and MPI_IN_PLACE). */
     if (har_cuda_loaded()) {
-        a->kind[HAR_SEND] = har_mem_kind(p0, &dev);
-        a->kind[HAR_RECV] = har_mem_kind(p1, &dev);
+        a->kind[HAR_SEND] = har_cuda_mem_kind(p0, &dev);
+        a->kind[HAR_RECV] = har_cuda_mem_kind(p1, &dev);
     }
     a->copy_in = 1;
     a->comm = comm;
@@ -41,8 +41,8 @@ static int ask(har_coll_t coll, int need, int nonblocking, har_stage_ask_t *a, c
     if (har_entry_ready() && har_test_stage()) return 1;  /* the configuration is read at set-up */
 #endif
     if (!device || !har_entry_ready()) return 0;
-    if (nonblocking) return !har_mpi_cuda_nonblocking();
-    return !(need == NEED_REDUCE ? har_mpi_cuda_reduce() : har_mpi_cuda_p2p());
+    if (nonblocking) return !har_cuda_mpi_nonblocking();
+    return !(need == NEED_REDUCE ? har_cuda_mpi_reduce() : har_cuda_mpi_p2p());
 }
 
 /* The shape of every function below: ask, plan, then the MPI's call,

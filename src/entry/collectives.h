@@ -2,7 +2,7 @@
  * the collectives other than MPI_Allreduce, and MPI_Allreduce's
  * non-blocking and persistent forms. Each goes to the MPI untouched unless
  * one of its buffers is device memory that the MPI cannot take in that
- * call (har_mpi_cuda_p2p/reduce/nonblocking); then its buffers are staged
+ * call (har_cuda_mpi_p2p/reduce/nonblocking); then its buffers are staged
  * through host memory (src/stage/). Each is counted (its name) and, when
  * staged on this rank, counted again (name_staged). */
 #ifndef HAR_COLLECTIVES_H

@@ -89,15 +89,15 @@ static void init(void)
     har_log_set_rank(world_rank);
     har_config_load(world_rank == 0 ? HAR_REPORT_ALL : HAR_REPORT_OWN);
     har_status_init();
-    har_mpi_cuda_init();
+    har_cuda_mpi_init();
     har_node_init();
-    if (__atomic_load_n(&at_mpi_init, __ATOMIC_RELAXED)) har_machine_census();
+    if (__atomic_load_n(&at_mpi_init, __ATOMIC_RELAXED)) har_node_census();
     har_comm_init();
 #ifdef HAR_TEST_HOOKS
     har_test_set_rank(world_rank);
 #endif
     HAR_LOG(HAR_LOG_DEBUG, "har %s on %s, MPI device memory: p2p %d reduce %d, %d ranks of the job on this machine",
-            HAR_VERSION_STRING, mpi_flavour(), har_mpi_cuda_p2p(), har_mpi_cuda_reduce(), har_machine_ranks());
+            HAR_VERSION_STRING, mpi_flavour(), har_cuda_mpi_p2p(), har_cuda_mpi_reduce(), har_node_machine_ranks());
     __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
 }
 
@@ -184,7 +184,7 @@ static int forward(const har_call_t *call, const void *sbuf, void *rbuf, har_cou
 #ifdef HAR_TEST_HOOKS
     host &= !har_test_stage();
 #endif
-    if (host || har_mpi_cuda_reduce() || count <= 0) return pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);
+    if (host || har_cuda_mpi_reduce() || count <= 0) return pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);
     *paths |= HAR_BIT(STAGED);
     return staged_allreduce(sbuf, rbuf, count, type, op, comm, call->in_kind, call->out_kind, binding);
 }
@@ -219,7 +219,7 @@ static int describe(har_call_t *call, const void *sbuf, void *rbuf, har_count_t 
                     MPI_Op op, MPI_Comm comm)
 {
     memset(call, 0, sizeof *call);
-    call->red = har_reduce_lookup(type, op);
+    call->red = har_host_reduce_lookup(type, op);
     call->in = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     call->out = rbuf;
     call->count = count > 0 ? (size_t)count : 0;
@@ -230,8 +230,8 @@ static int describe(har_call_t *call, const void *sbuf, void *rbuf, har_count_t 
     int out_dev = -1, in_dev = -1;
     call->cuda = har_cuda_loaded();  /* once per call: cheap, but not free, while it is not */
     if (call->cuda && !call->bad) {
-        call->out_kind = har_mem_kind(rbuf, &out_dev);  /* one driver query per buffer, in place or not */
-        call->in_kind = call->in == call->out ? call->out_kind : har_mem_kind(call->in, &in_dev);
+        call->out_kind = har_cuda_mem_kind(rbuf, &out_dev);  /* one driver query per buffer, in place or not */
+        call->in_kind = call->in == call->out ? call->out_kind : har_cuda_mem_kind(call->in, &in_dev);
     }
     if (call->in == call->out) in_dev = out_dev;
     call->gpu = call->in_kind == HAR_MEM_DEVICE && call->out_kind == HAR_MEM_DEVICE && in_dev == out_dev ? out_dev
@@ -241,7 +241,7 @@ static int describe(har_call_t *call, const void *sbuf, void *rbuf, har_count_t 
 
 #ifdef HAR_TEST_HOOKS
 unsigned long long har_test_steps(void) __attribute__((visibility("default")));
-unsigned long long har_test_steps(void) { return har_seg_steps(); }
+unsigned long long har_test_steps(void) { return har_node_seg_steps(); }
 #endif
 
 /* A call served by `paths` (HAR_BIT(SEEN) and the plan's) and ending with
@@ -297,7 +297,7 @@ int har_allreduce_count(const void *sbuf, void *rbuf, har_count_t count, MPI_Dat
         /* The MPIs do not all catch it (Open MPI returns success, whatever
          * the copy's direction left): refused here on its way to the MPI,
          * as MPICH refuses it. */
-        har_log(HAR_LOG_ERROR, "MPI_Allreduce refused (MPI_ERR_BUFFER): %s", har_buffers_text(call.bad));
+        har_log(HAR_LOG_ERROR, "MPI_Allreduce refused (MPI_ERR_BUFFER): %s", har_node_buffers_text(call.bad));
         rc = har_error_code(HAR_ERR_BUFFER);
         PMPI_Comm_call_errhandler(comm, rc);
     } else if (st == HAR_OK && plan.engine == HAR_PATH_MPI) {
@@ -316,7 +316,7 @@ int har_allreduce_count(const void *sbuf, void *rbuf, har_count_t count, MPI_Dat
 /* A non-blocking call har may serve: started where every rank starts it
  * (comm/call.h's har_comm_start), on a communicator a blocking call set
  * up. `what` names the call for the counters' trace. */
-static har_start_t start(har_comm_t *c, har_call_t *call, MPI_Comm comm, const char *what, har_pending_t **pending,
+static har_start_t start(har_comm_t *c, har_call_t *call, MPI_Comm comm, const char *what, har_comm_pending_t **pending,
                          int *rc)
 {
     inside_har = 1;
@@ -357,7 +357,7 @@ int har_iallreduce_start(const void *sbuf, void *rbuf, har_count_t count, MPI_Da
     har_call_t call;
     har_comm_t *c;
     if (!describe(&call, sbuf, rbuf, count, type, op, comm) || !(c = peek_for(&call, comm))) return 0;
-    har_pending_t *pending;
+    har_comm_pending_t *pending;
     switch (start(c, &call, comm, "MPI_Iallreduce", &pending, rc)) {
     case HAR_START_MPI:
         return 0;
@@ -432,7 +432,7 @@ int har_persistent_describe(const void *sbuf, void *rbuf, har_count_t count, MPI
     return MPI_SUCCESS;
 }
 
-har_start_t har_persistent_start(const har_call_t *described, MPI_Comm comm, har_pending_t **pending, int *rc)
+har_start_t har_persistent_start(const har_call_t *described, MPI_Comm comm, har_comm_pending_t **pending, int *rc)
 {
     if (inside_har || !har_entry_ready()) return HAR_START_MPI;
     har_comm_t *c = peek_for(described, comm);

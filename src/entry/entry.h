@@ -38,7 +38,7 @@ HAR_HIDDEN int har_persistent_describe(const void *sbuf, void *rbuf, har_count_t
  * (NULL: it ended before returning), its code in *rc; HAR_START_FAILED: it
  * failed at its start (*rc); HAR_START_MPI: the MPI's request serves it. */
 typedef enum { HAR_START_MPI, HAR_START_OWN, HAR_START_FAILED } har_start_t;
-struct har_pending;
-HAR_HIDDEN har_start_t har_persistent_start(const struct har_call *call, MPI_Comm comm, struct har_pending **pending,
-                                            int *rc);
+struct har_comm_pending;
+HAR_HIDDEN har_start_t har_persistent_start(const struct har_call *call, MPI_Comm comm,
+                                            struct har_comm_pending **pending, int *rc);
 #endif

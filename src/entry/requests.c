@@ -18,7 +18,8 @@ enum { ACTIVE, DONE, INACTIVE };
 typedef struct entry {
     MPI_Request req;
     har_stage_t stage;
-    har_pending_t *own;  /* har serves it: req (persistent: stand_in) is a generalized request completed when `own` ends */
+    har_comm_pending_t
+        *own; /* har serves it: req (persistent: stand_in) is a generalized request completed when `own` ends */
     int *own_rc;         /* then its code, which the request's status carries: the MPI's to free */
     MPI_Comm comm;
     int persistent, state;
@@ -73,11 +74,11 @@ static int own_free(void *extra)
 static int own_cancel(void *extra, int complete) { (void)extra; (void)complete; return MPI_SUCCESS; }
 
 /* Waits for har's call to end: its status. */
-static har_status_t end_now(har_pending_t *pending)
+static har_status_t end_now(har_comm_pending_t *pending)
 {
     har_status_t st;
-    while (!har_pending_test(pending, &st)) sched_yield();
-    har_pending_free(pending);
+    while (!har_comm_pending_test(pending, &st)) sched_yield();
+    har_comm_pending_free(pending);
     return st;
 }
 
@@ -85,7 +86,7 @@ static har_status_t end_now(har_pending_t *pending)
  * before returning (NULL) with status `ended`: *rc_of holds its code.
  * Where none can be made the call ends first (it runs on the peers too).
  * The MPI's code. */
-static int own_request(har_pending_t *pending, har_status_t ended, MPI_Comm comm, MPI_Request *req, int **rc_of)
+static int own_request(har_comm_pending_t *pending, har_status_t ended, MPI_Comm comm, MPI_Request *req, int **rc_of)
 {
     *rc_of = calloc(1, sizeof **rc_of);
     int rc = *rc_of ? PMPI_Grequest_start(own_query, own_free, own_cancel, *rc_of, req) : MPI_ERR_NO_MEM;
@@ -123,14 +124,14 @@ static int own_ended(entry_t *e)
 {
     if (!e->own || e->state != ACTIVE) return 1;
     har_status_t st;
-    if (!har_pending_test(e->own, &st)) return 0;
+    if (!har_comm_pending_test(e->own, &st)) return 0;
     *e->own_rc = har_error_code(st);
     e->state = DONE;
     PMPI_Grequest_complete(e->har_start ? e->stand_in : e->req);
     return 1;
 }
 
-int har_request_native(har_pending_t *pending, MPI_Comm comm, MPI_Request *req)
+int har_request_native(har_comm_pending_t *pending, MPI_Comm comm, MPI_Request *req)
 {
     entry_t *e = pending ? calloc(1, sizeof *e) : NULL;
     har_status_t ended = HAR_OK;
@@ -267,7 +268,7 @@ static int finish(entry_t *e, int ok)
 {
     int rc = MPI_SUCCESS;
     if (e->own || e->har_start) {  /* har's call: its error came with the MPI's completion */
-        har_pending_free(e->own);
+        har_comm_pending_free(e->own);
         if (!e->har_start) {
             drop(e);
             return rc;
@@ -598,7 +599,7 @@ int har_staged_request_free(MPI_Request *req)
     }
     /* Freeing a collective's request before it completes is erroneous; if
      * the MPI accepted it, it may still write the host copies: they stay. */
-    if (e->own) har_pending_free(e->own);
+    if (e->own) har_comm_pending_free(e->own);
     else if (active) HAR_WARN_ONCE("a staged collective's request was freed before it completed: its host copies are not reused");
     else har_stage_release(&e->stage);
     free(e->call);
@@ -617,7 +618,7 @@ static int start_own(entry_t *e, har_start_own_t own_start, int *rc)
         return 1;
     }
     if (!e->call) return 0;
-    har_pending_t *pending;
+    har_comm_pending_t *pending;
     switch (own_start(e->call, e->comm, &pending, rc)) {
     case HAR_START_MPI:
         return 0;

@@ -48,8 +48,8 @@ HAR_HIDDEN int har_request_persistent(void *slot, har_stage_t *s, struct har_cal
  * started it, or NULL where the call was served before returning. The
  * MPI's code (MPI_ERR_NO_MEM or the like if the request could not be
  * made: the call then ends first). */
-struct har_pending;
-HAR_HIDDEN int har_request_native(struct har_pending *pending, MPI_Comm comm, MPI_Request *req);
+struct har_comm_pending;
+HAR_HIDDEN int har_request_native(struct har_comm_pending *pending, MPI_Comm comm, MPI_Request *req);
 
 HAR_HIDDEN int har_staged_wait(MPI_Request *req, MPI_Status *status);
 HAR_HIDDEN int har_staged_test(MPI_Request *req, int *flag, MPI_Status *status);
@@ -64,7 +64,7 @@ HAR_HIDDEN int har_staged_request_free(MPI_Request *req);
 /* own_start: whether har serves a start (entry/entry.h's har_persistent_start,
  * which the entry points pass: the table does not call up into the
  * entry). */
-typedef har_start_t (*har_start_own_t)(const struct har_call *call, MPI_Comm comm, struct har_pending **pending,
+typedef har_start_t (*har_start_own_t)(const struct har_call *call, MPI_Comm comm, struct har_comm_pending **pending,
                                        int *rc);
 HAR_HIDDEN int har_staged_start(MPI_Request *req, har_start_own_t own_start);
 HAR_HIDDEN int har_staged_startall(int n, MPI_Request reqs[], har_start_own_t own_start);

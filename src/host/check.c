@@ -9,7 +9,7 @@ static inline uint64_t mix(uint64_t z)  /* splitmix64's finaliser */
     return z ^ (z >> 31);
 }
 
-uint64_t har_check_sum(const void *p, size_t bytes, size_t at)
+uint64_t har_host_checksum(const void *p, size_t bytes, size_t at)
 {
     const unsigned char *b = p;
     uint64_t sum = 0, word, index = at / 8;

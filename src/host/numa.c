@@ -39,20 +39,20 @@ static const char *sysfs_bus(const char *bus, char *out, size_t len)
     return out;
 }
 
-int har_pci_numa_node(const char *sys, const char *bus)
+int har_host_pci_numa_node(const char *sys, const char *bus)
 {
     char name[64], text[32];
     pci_attr(sys, sysfs_bus(bus, name, sizeof name), "numa_node", text, sizeof text);
     return text[0] ? atoi(text) : -1;
 }
 
-void har_pci_cpus(const char *sys, const char *bus, char *out, size_t len)
+void har_host_pci_cpus(const char *sys, const char *bus, char *out, size_t len)
 {
     char name[64];
     pci_attr(sys, sysfs_bus(bus, name, sizeof name), "local_cpulist", out, len);
 }
 
-void *har_numa_alloc(size_t bytes, int numa)
+void *har_host_numa_alloc(size_t bytes, int numa)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return NULL;
@@ -66,7 +66,7 @@ void *har_numa_alloc(size_t bytes, int numa)
     return p;
 }
 
-void har_numa_free(void *p, size_t bytes)
+void har_host_numa_free(void *p, size_t bytes)
 {
     if (p) munmap(p, bytes);
 }

@@ -209,7 +209,7 @@ static har_reduce_fn logical_fn(type_info_t info, MPI_Op op)
     return NULL;
 }
 
-har_reduce_t har_reduce_lookup(MPI_Datatype type, MPI_Op op)
+har_reduce_t har_host_reduce_lookup(MPI_Datatype type, MPI_Op op)
 {
     type_info_t info = type_info(type);
     har_reduce_t r = {NULL, info.size, HAR_DT_NONE, HAR_OP_NONE, 0};
@@ -242,7 +242,7 @@ har_reduce_t har_reduce_lookup(MPI_Datatype type, MPI_Op op)
     return r;
 }
 
-const char *har_reduce_text(uint64_t count, uint16_t type_code, int op, uint64_t call, char *buf, size_t len)
+const char *har_host_reduce_text(uint64_t count, uint16_t type_code, int op, uint64_t call, char *buf, size_t len)
 {
     static const char *const kinds[] = {"?", "int", "float", "bool", "byte"};
     static const char *const ops[] = {"sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor"};

@@ -19,9 +19,10 @@ typedef struct {
 } har_reduce_t;
 
 /* "count 12 int32 sum (call 3)": a call's record, in messages. */
-HAR_HIDDEN const char *har_reduce_text(uint64_t count, uint16_t type_code, int op, uint64_t call, char *buf, size_t len);
+HAR_HIDDEN const char *har_host_reduce_text(uint64_t count, uint16_t type_code, int op, uint64_t call, char *buf,
+                                            size_t len);
 
 /* The reduction of a predefined datatype and op. */
-HAR_HIDDEN har_reduce_t har_reduce_lookup(MPI_Datatype type, MPI_Op op);
+HAR_HIDDEN har_reduce_t har_host_reduce_lookup(MPI_Datatype type, MPI_Op op);
 
 #endif

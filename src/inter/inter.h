@@ -51,7 +51,7 @@ typedef struct {
     int path;                   /* its path: what the counters show */
     /* HAR_TAKES_HOST, and HAR_TAKES_DEVICE if it moves device memory as it
      * is, through the MPI's point-to-point calls where the MPI moves device
-     * memory (har_mpi_cuda_p2p: detected, or HAR_MPI_CUDA_P2P=1) */
+     * memory (har_cuda_mpi_p2p: detected, or HAR_MPI_CUDA_P2P=1) */
     unsigned takes;
     /* Once, at a communicator's set-up where it spans nodes (the plan may
      * pick any transport for a later call). */

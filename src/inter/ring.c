@@ -92,12 +92,12 @@ static har_status_t p2p_setup(har_node_t *node)
     memset(&me, 0, sizeof me);
     me.comm_rank = node->rank;
     me.world_rank = node->peers ? node->peers[node->local_rank].world_rank : -1;
-    snprintf(me.host, sizeof me.host, "%s", har_host());
+    snprintf(me.host, sizeof me.host, "%s", har_hostname());
     m->out.h.comm_rank = m->sent.comm_rank = me.comm_rank;
     m->out.h.world_rank = m->sent.world_rank = me.world_rank;
     memcpy(m->out.h.host, me.host, sizeof m->out.h.host);
     if (!all) return HAR_OK;
-    if (node->set->watch) har_watch_listen(&node->watch, &me.watch);
+    if (node->set->watch) har_node_watch_listen(&node->watch, &me.watch);
     /* Who every rank across nodes is, and where its death watch listens,
      * told once: a time-out waiting for one can name it by its world rank
      * and host. */
@@ -107,19 +107,19 @@ static har_status_t p2p_setup(har_node_t *node)
     if (st == HAR_OK) node->across = all;
     int me_at = node->across_rank, p = node->across_size, right = (me_at + 1) % p, left = (me_at + p - 1) % p;
     if (st == HAR_OK && node->set->watch && p > 1)
-        har_watch_join(&node->watch, me_at, right, &all[right].watch, left, &all[left].watch);
+        har_node_watch_join(&node->watch, me_at, right, &all[right].watch, left, &all[left].watch);
     return st;  /* on failure `all` may still be written: it stays, as a failed communicator's memory does */
 }
 
 static har_status_t check_header(har_node_t *node, const header_t *mine, const header_t *theirs, const char *step)
 {
     const har_arrival_t *a = &mine->what, *b = &theirs->what;
-    har_status_t st = har_arrival_differs(a, b);
+    har_status_t st = har_node_arrival_differs(a, b);
     if (st == HAR_OK) return HAR_OK;
     char t0[96], t1[96];
     har_note("MPI_Allreduce differs between nodes: rank %d (world rank %d) %s, rank %d (world rank %d, host %s) %s",
-             mine->comm_rank, mine->world_rank, har_arrival_text(a, t0, sizeof t0), theirs->comm_rank,
-             theirs->world_rank, theirs->host, har_arrival_text(b, t1, sizeof t1));
+             mine->comm_rank, mine->world_rank, har_node_arrival_text(a, t0, sizeof t0), theirs->comm_rank,
+             theirs->world_rank, theirs->host, har_node_arrival_text(b, t1, sizeof t1));
     har_node_blame(node, st, theirs->comm_rank, theirs->world_rank, theirs->host, step);
     return st;
 }
@@ -283,7 +283,7 @@ static har_status_t exchange(har_node_t *node, const har_inter_block_t *b, char 
     int rc = MPI_SUCCESS, packed = headers && send_bytes <= most, came_packed = headers && recv_bytes <= most;
     if (headers) {
         m->out.h.packed_bytes = packed ? (int32_t)send_bytes : -1;
-        har_status_t st = packed ? har_mem_copy(m->out.block, HAR_MEM_HOST, send, kind, send_bytes) : HAR_OK;
+        har_status_t st = packed ? har_cuda_copy(m->out.block, HAR_MEM_HOST, send, kind, send_bytes) : HAR_OK;
         if (st != HAR_OK) {
             har_node_fail(node, st, -1, step);
             return st;
@@ -311,7 +311,7 @@ static har_status_t exchange(har_node_t *node, const har_inter_block_t *b, char 
     }
     if (came_packed) {  /* the calls agree: recv_bytes came, never read past */
         size_t came = (size_t)m->in.h.packed_bytes < recv_bytes ? (size_t)m->in.h.packed_bytes : recv_bytes;
-        if ((st = har_mem_copy(recv, kind, m->in.block, HAR_MEM_HOST, came)) == HAR_OK)
+        if ((st = har_cuda_copy(recv, kind, m->in.block, HAR_MEM_HOST, came)) == HAR_OK)
             st = landed(b, land, recv, 0, recv_bytes);
         if (st != HAR_OK) {
             har_node_fail(node, st, -1, step);
@@ -326,7 +326,7 @@ static har_status_t exchange(har_node_t *node, const har_inter_block_t *b, char 
 static har_status_t verify_block(har_node_t *node, const char *data, size_t bytes, size_t at, const block_sum_t *came,
                                  const char *step)
 {
-    uint64_t got = har_check_sum(data, bytes, at);
+    uint64_t got = har_host_checksum(data, bytes, at);
     if (got == came->sum) return HAR_OK;
     har_note("HAR_CHECK: rank %d (world rank %d) sent a block with checksum %016llx, rank %d received different data "
              "(%016llx), bytes %zu to %zu", came->comm_rank, came->world_rank, (unsigned long long)came->sum, node->rank,
@@ -353,18 +353,18 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
     if (p == 1) return HAR_OK;
     struct har_ring_msgs *m = node->ring_msgs;
     int check = node->set->check != 0;
-    if (first) har_arrival_of(&m->out.h.what, call, node->call);
+    if (first) har_node_arrival_of(&m->out.h.what, call, node->call);
     int right = (me + 1) % p, left = (me + p - 1) % p;
     size_t soff, slen, roff, rlen;
     if (streamed) {
-        har_shard(n, elem, p, me, &soff, &slen);
+        har_plan_shard(n, elem, p, me, &soff, &slen);
         memcpy(buf[0], b->in + soff * elem, slen * elem);
     }
     /* Reduce-scatter: after step s, this rank has folded s+2 inputs into
      * block (me - s - 1); at the end it owns block (me + 1) complete. */
     for (int s = 0; s < p - 1; s++) {
-        har_shard(n, elem, p, (me - s + p) % p, &soff, &slen);
-        har_shard(n, elem, p, (me - s - 1 + 2 * p) % p, &roff, &rlen);
+        har_plan_shard(n, elem, p, (me - s + p) % p, &soff, &slen);
+        har_plan_shard(n, elem, p, (me - s - 1 + 2 * p) % p, &roff, &rlen);
         int headers = first && s == 0;
         har_status_t st;
         char *send = streamed ? buf[s & 1] : data + soff * elem, *recv = streamed ? buf[(s + 1) & 1] : tmp;
@@ -373,7 +373,7 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
             HAR_TEST_POINT("ring");
             st = segments(node, b, send, slen * elem, recv, rlen * elem, &land, right, left, NULL, "ring");
         } else {  /* under HAR_CHECK the block is verified whole before it is reduced */
-            if (check) m->sent.sum = har_check_sum(send, slen * elem, soff * elem);
+            if (check) m->sent.sum = har_host_checksum(send, slen * elem, soff * elem);
             st = exchange(node, b, send, slen * elem, recv, rlen * elem, check ? NULL : &land, right, left, headers,
                           check, "ring");
             if (st == HAR_OK && check) st = verify_block(node, recv, rlen * elem, roff * elem, &m->came, "ring");
@@ -382,13 +382,13 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
         if (st != HAR_OK) return st;
     }
     if (streamed) {
-        har_shard(n, elem, p, (me + 1) % p, &soff, &slen);
+        har_plan_shard(n, elem, p, (me + 1) % p, &soff, &slen);
         memcpy(b->out + soff * elem, buf[(p - 1) & 1], slen * elem);
     }
     /* All-gather: pass the finished blocks around. */
     for (int s = 0; s < p - 1; s++) {
-        har_shard(n, elem, p, (me + 1 - s + p) % p, &soff, &slen);
-        har_shard(n, elem, p, (me - s + p) % p, &roff, &rlen);
+        har_plan_shard(n, elem, p, (me + 1 - s + p) % p, &soff, &slen);
+        har_plan_shard(n, elem, p, (me - s + p) % p, &roff, &rlen);
         har_status_t st;
         char *send = streamed ? buf[(p - 1 + s) & 1] : data + soff * elem;
         char *recv = streamed ? buf[(p + s) & 1] : data + roff * elem;
@@ -397,7 +397,7 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
             HAR_TEST_POINT("ring");
             st = segments(node, b, send, slen * elem, recv, rlen * elem, &land, right, left, NULL, "ring");
         } else {
-            m->sent.sum = har_check_sum(send, slen * elem, soff * elem);
+            m->sent.sum = har_host_checksum(send, slen * elem, soff * elem);
             st = exchange(node, b, send, slen * elem, recv, rlen * elem, NULL, right, left, 0, check, "ring");
             if (st == HAR_OK) st = verify_block(node, recv, rlen * elem, roff * elem, &m->came, "ring");
         }
@@ -414,7 +414,7 @@ static har_status_t swap(har_node_t *node, const har_inter_block_t *b, int peer,
 {
     struct har_ring_msgs *m = node->ring_msgs;
     int check = node->set->check != 0;
-    if (check) m->sent.sum = har_check_sum(b->data, send_bytes, 0);
+    if (check) m->sent.sum = har_host_checksum(b->data, send_bytes, 0);
     har_status_t st =
         exchange(node, b, b->data, send_bytes, into, expect, NULL, peer, peer, b->first, check, "doubling");
     if (st == HAR_OK && check) st = verify_block(node, into, expect, 0, &m->came, "doubling");
@@ -429,7 +429,7 @@ static har_status_t combine(const har_inter_block_t *b, int me, int peer)
     char *acc = me < peer ? b->data : b->tmp;
     const char *in = me < peer ? b->tmp : b->data;
     har_status_t st = reduce_into(b, acc, in, b->n);
-    if (st == HAR_OK && acc != b->data) st = har_mem_copy(b->data, b->kind, acc, b->kind, bytes);
+    if (st == HAR_OK && acc != b->data) st = har_cuda_copy(b->data, b->kind, acc, b->kind, bytes);
     return st;
 }
 
@@ -439,7 +439,7 @@ static har_status_t doubling_allreduce(har_node_t *node, const har_inter_block_t
     if (p == 1) return HAR_OK;
     size_t bytes = b->n * b->call->red.elem_size;
     while (pow2 * 2 <= p) pow2 *= 2;
-    if (b->first) har_arrival_of(&node->ring_msgs->out.h.what, b->call, node->call);
+    if (b->first) har_node_arrival_of(&node->ring_msgs->out.h.what, b->call, node->call);
     har_status_t st = HAR_OK;
     if (me >= pow2) {
         /* Past the power of two: the data to rank me - pow2, which reduces

@@ -30,7 +30,7 @@ typedef struct har_call {
 
 /* What ranks must agree on about a call (and its number on the
  * communicator), as the arrival and the ring's header carry it. */
-static inline void har_arrival_of(har_arrival_t *a, const har_call_t *call, uint64_t no)
+static inline void har_node_arrival_of(har_arrival_t *a, const har_call_t *call, uint64_t no)
 {
     a->call = (uint32_t)no;
     a->count = call->count;
@@ -40,9 +40,9 @@ static inline void har_arrival_of(har_arrival_t *a, const har_call_t *call, uint
 }
 
 /* "count 12 int32 sum (call 3)", for messages. */
-static inline const char *har_arrival_text(const har_arrival_t *a, char *buf, size_t len)
+static inline const char *har_node_arrival_text(const har_arrival_t *a, char *buf, size_t len)
 {
-    return har_reduce_text(a->count, a->type, a->op, a->call, buf, len);
+    return har_host_reduce_text(a->count, a->type, a->op, a->call, buf, len);
 }
 
 #endif

@@ -43,28 +43,28 @@ void har_node_fail(har_node_t *node, har_status_t st, int culprit, const char *s
     /* A time-out with no one peer to blame (a set-up exchange) names nobody. */
     int who = culprit >= 0 ? culprit : st == HAR_ERR_TIMEOUT ? -1 : node->local_rank;
     int rank = who < 0 ? -1 : node->peers ? node->peers[who].comm_rank : who == node->local_rank ? node->rank : -1;
-    har_node_blame(node, st, rank, who >= 0 && node->peers ? node->peers[who].world_rank : -1, har_host(), step);
+    har_node_blame(node, st, rank, who >= 0 && node->peers ? node->peers[who].world_rank : -1, har_hostname(), step);
 }
 
-har_status_t har_calls_differ(har_node_t *node, int r0, const har_arrival_t *a0, int r1, const har_arrival_t *a1,
+har_status_t har_node_calls_differ(har_node_t *node, int r0, const har_arrival_t *a0, int r1, const har_arrival_t *a1,
                               int culprit, const char *step)
 {
-    har_status_t st = har_arrival_differs(a0, a1);
+    har_status_t st = har_node_arrival_differs(a0, a1);
     char t0[96], t1[96];
     har_note("MPI_Allreduce differs between ranks: rank %d (world rank %d) %s, rank %d (world rank %d) %s",
              node->peers[r0].comm_rank, node->peers[r0].world_rank,
-             har_reduce_text(a0->count, a0->type, a0->op, a0->call, t0, sizeof t0), node->peers[r1].comm_rank,
-             node->peers[r1].world_rank, har_reduce_text(a1->count, a1->type, a1->op, a1->call, t1, sizeof t1));
+             har_host_reduce_text(a0->count, a0->type, a0->op, a0->call, t0, sizeof t0), node->peers[r1].comm_rank,
+             node->peers[r1].world_rank, har_host_reduce_text(a1->count, a1->type, a1->op, a1->call, t1, sizeof t1));
     har_node_fail(node, st, culprit, step);
     return st;
 }
 
 har_status_t har_node_records_differ(har_node_t *node, uint64_t no, const char *step)
 {
-    har_seg_t *seg = &node->seg;
-    const har_arrival_t *mine = &har_seg_ctl(seg, node->local_rank)->arrival[no & 1];
+    har_node_seg_t *seg = &node->seg;
+    const har_arrival_t *mine = &har_node_seg_ctl(seg, node->local_rank)->arrival[no & 1];
     for (int r = 0; seg->base && r < node->local_size; r++) {
-        har_ctl_t *ctl = har_seg_ctl(seg, r);
+        har_ctl_t *ctl = har_node_seg_ctl(seg, r);
         /* Posted: it finished the step this rank's post finished (every
          * rank takes the same steps while their calls agree). */
         if (r == node->local_rank || atomic_load_explicit(&ctl->epoch, memory_order_acquire) < seg->my_epoch) continue;
@@ -78,8 +78,8 @@ har_status_t har_node_records_differ(har_node_t *node, uint64_t no, const char *
         har_arrival_t theirs = *(const volatile har_arrival_t *)rec;
         atomic_thread_fence(memory_order_acquire);
         if (before != (uint32_t)no || __atomic_load_n(&rec->call, __ATOMIC_RELAXED) != before) continue;
-        if (har_arrival_differs(mine, &theirs) != HAR_OK)
-            return har_calls_differ(node, node->local_rank, mine, r, &theirs, r, step);
+        if (har_node_arrival_differs(mine, &theirs) != HAR_OK)
+            return har_node_calls_differ(node, node->local_rank, mine, r, &theirs, r, step);
     }
     return HAR_OK;
 }
@@ -101,20 +101,20 @@ void har_node_blame(har_node_t *node, har_status_t st, int rank, int world_rank,
 
 static void record(har_node_t *node, const har_failure_t *why)
 {
-    if (node->seg.base) har_seg_fail(&node->seg, why);
+    if (node->seg.base) har_node_seg_fail(&node->seg, why);
     else if (!node->early && (node->early = malloc(sizeof *node->early))) *node->early = *why;  /* for the report */
 }
 
 void har_node_drop_segment(har_node_t *node)
 {
-    const har_failure_t *why = node->seg.base ? har_seg_failure(&node->seg) : NULL;
+    const har_failure_t *why = node->seg.base ? har_node_seg_failure(&node->seg) : NULL;
     if (why && (node->early || (node->early = malloc(sizeof *node->early)))) *node->early = *why;
-    if (node->seg.base) har_seg_detach(&node->seg);
+    if (node->seg.base) har_node_seg_detach(&node->seg);
 }
 
 const har_failure_t *har_node_record(const har_node_t *node)
 {
-    return node->seg.base ? har_seg_failure(&node->seg) : node->early;
+    return node->seg.base ? har_node_seg_failure(&node->seg) : node->early;
 }
 
 int har_node_failed(const har_node_t *node) { return har_node_record(node) != NULL; }
@@ -154,25 +154,25 @@ static int last_failure(har_failure_t *seen)
 void har_node_leave(har_node_t *node, uint64_t calls)
 {
     har_failure_t seen;
-    har_seg_leave(&node->seg, calls, last_failure(&seen) ? &seen : NULL);
+    har_node_seg_leave(&node->seg, calls, last_failure(&seen) ? &seen : NULL);
 }
 
 void har_node_say_bye(har_node_t *node, uint64_t calls)
 {
     har_failure_t seen;
-    har_watch_bye_t bye = {calls, 0, -1, ""};
+    har_node_watch_bye_t bye = {calls, 0, -1, ""};
     if (last_failure(&seen)) {
         bye.seen_status = seen.status;
         bye.seen_world = seen.culprit_world;
         snprintf(bye.seen_host, sizeof bye.seen_host, "%s", seen.host);
     }
-    har_watch_close(&node->watch, &bye);
+    har_node_watch_close(&node->watch, &bye);
 }
 
 static har_status_t note_local(har_node_t *node, har_status_t st, int culprit, const char *step)
 {
     if (st == HAR_ERR_PEER_LEFT && culprit >= 0 && node->seg.base) {
-        const har_ctl_t *ctl = har_seg_ctl(&node->seg, culprit);
+        const har_ctl_t *ctl = har_node_seg_ctl(&node->seg, culprit);
         const har_failure_t *f = &ctl->failure;
         if (atomic_load(&ctl->left) == 2 && f->culprit_world >= 0)
             har_note("before it left, it had seen that world rank %d (host %s) %s", f->culprit_world, f->host,
@@ -187,21 +187,21 @@ static har_status_t note_local(har_node_t *node, har_status_t st, int culprit, c
 har_status_t har_node_wait_all(har_node_t *node, const char *step)
 {
     int culprit;
-    har_status_t st = har_seg_wait_all(&node->seg, node->seg.my_epoch, node->set->timeout, &culprit);
+    har_status_t st = har_node_seg_wait_all(&node->seg, node->seg.my_epoch, node->set->timeout, &culprit);
     return note_local(node, st, culprit, step);
 }
 
 har_status_t har_node_wait_one(har_node_t *node, int peer, const char *step)
 {
     int culprit;
-    har_status_t st = har_seg_wait(&node->seg, peer, node->seg.my_epoch, node->set->timeout, &culprit);
+    har_status_t st = har_node_seg_wait(&node->seg, peer, node->seg.my_epoch, node->set->timeout, &culprit);
     return note_local(node, st, culprit, step);
 }
 
 /* The checks of this node's ranks (`listen`: and of the notices from
  * other nodes, an MPI call). `exchange`: the call whose MPI exchange is
  * waited for, where a peer that left after making it is not taken for
- * gone (har_seg_left_after), or HAR_SEG_NO_EXCHANGE. */
+ * gone (har_node_seg_left_after), or HAR_SEG_NO_EXCHANGE. */
 static har_status_t check_node(har_node_t *node, double started, int listen, uint64_t exchange, const char *step)
 {
     int culprit = -1;
@@ -214,16 +214,16 @@ static har_status_t check_node(har_node_t *node, double started, int listen, uin
      * pids tell of the others (before the segment, or before they attach). */
     double timeout = timeout_of(node);
     if (node->seg.base)  /* time-out included */
-        st = har_seg_check_peers(&node->seg, exchange, started, timeout, listen, &culprit);
+        st = har_node_seg_poll_peers(&node->seg, exchange, started, timeout, listen, &culprit);
     for (int r = 0; node->peers && st == HAR_OK && r < node->local_size; r++)
         if (r != node->local_rank && !pid_alive(node, r) &&
-            !(node->seg.base && har_seg_left_after(&node->seg, r, exchange)))  /* left, then ended */
+            !(node->seg.base && har_node_seg_left_after(&node->seg, r, exchange)))  /* left, then ended */
             st = HAR_ERR_PEER_DEAD, culprit = r;
-    if (st == HAR_OK && !node->seg.base && timeout > 0 && har_seg_now() - started > timeout) st = HAR_ERR_TIMEOUT;
+    if (st == HAR_OK && !node->seg.base && timeout > 0 && har_node_seg_now() - started > timeout) st = HAR_ERR_TIMEOUT;
     return st == HAR_OK ? HAR_OK : note_local(node, st, culprit, step);
 }
 
-har_status_t har_node_check_here(har_node_t *node, double started, const char *step)
+har_status_t har_node_poll_here(har_node_t *node, double started, const char *step)
 {
     return har_node_failed(node) ? HAR_ERR_PEER_FAILED : check_node(node, started, 0, HAR_SEG_NO_EXCHANGE, step);
 }
@@ -235,8 +235,8 @@ static har_status_t node_check(har_node_t *node, double started, uint64_t exchan
     if (st != HAR_OK) return st;
     /* A neighbour across nodes whose process is gone, though no local peer
      * of its is left to say so. */
-    const har_watch_bye_t *left = NULL;
-    int lost = node->across ? har_watch_lost(&node->watch, node->call, &left) : -1;
+    const har_node_watch_bye_t *left = NULL;
+    int lost = node->across ? har_node_watch_lost(&node->watch, node->call, &left) : -1;
     if (lost < 0) return HAR_OK;
     const har_across_peer_t *who = &node->across[lost];
     if (left && left->seen_status && left->seen_world >= 0)
@@ -253,7 +253,7 @@ static har_status_t node_check(har_node_t *node, double started, uint64_t exchan
     return st;
 }
 
-har_status_t har_node_check(har_node_t *node, double started, const char *step)
+har_status_t har_node_poll(har_node_t *node, double started, const char *step)
 {
     return node_check(node, started, HAR_SEG_NO_EXCHANGE, step);
 }
@@ -268,11 +268,11 @@ har_status_t har_node_exchange(har_node_t *node, int posted, MPI_Request *req, c
 
 har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, int partner, const char *step)
 {
-    double started = har_seg_now();
+    double started = har_node_seg_now();
     /* Waiting for a rank on another node: local peers that wait for this one
      * leave the time-out to this wait, which can name that rank. */
-    _Atomic uint32_t *across = partner >= 0 && node->seg.base ? &har_seg_ctl(&node->seg, node->seg.me)->waiting_across
-                                                              : NULL;
+    _Atomic uint32_t *across =
+        partner >= 0 && node->seg.base ? &har_node_seg_ctl(&node->seg, node->seg.me)->waiting_across : NULL;
     har_status_t st = HAR_OK;
     unsigned long i;
     for (i = 0;; i++) {
@@ -306,7 +306,7 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
             nanosleep(&nap, NULL);
         }
         double timeout = timeout_of(node);
-        if (partner >= 0 && timeout > 0 && har_seg_now() - started > timeout && !har_node_failed(node)) {
+        if (partner >= 0 && timeout > 0 && har_node_seg_now() - started > timeout && !har_node_failed(node)) {
             const har_across_peer_t *who = node->across ? &node->across[partner] : NULL;
             har_node_blame(node, HAR_ERR_TIMEOUT, who ? who->comm_rank : -1, who ? who->world_rank : -1,
                            who ? who->host : "?", step);
@@ -316,7 +316,7 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
         /* A wait for a rank across nodes times out in the branch above,
          * which names that rank; the node's check reads the clock again
          * and must not win that race with a time-out that names nobody. */
-        if ((st = node_check(node, partner >= 0 ? har_seg_now() : started, node->call, step)) != HAR_OK) break;
+        if ((st = node_check(node, partner >= 0 ? har_node_seg_now() : started, node->call, step)) != HAR_OK) break;
     }
     if (across && i >= 1024) atomic_store_explicit(across, 0, memory_order_relaxed);
     return st;

@@ -18,11 +18,11 @@ HAR_HIDDEN har_status_t har_node_wait_all(har_node_t *node, const char *step);
 /* Waits for one local rank. */
 HAR_HIDDEN har_status_t har_node_wait_one(har_node_t *node, int peer, const char *step);
 /* While something else works (the GPU): the checks of a wait, once. */
-HAR_HIDDEN har_status_t har_node_check(har_node_t *node, double started, const char *step);
+HAR_HIDDEN har_status_t har_node_poll(har_node_t *node, double started, const char *step);
 /* The same on one node, with no MPI call (a failure a local rank recorded,
  * dead or departed peers, the time-out): for a thread of har's own, which
  * may not call the MPI. */
-HAR_HIDDEN har_status_t har_node_check_here(har_node_t *node, double started, const char *step);
+HAR_HIDDEN har_status_t har_node_poll_here(har_node_t *node, double started, const char *step);
 /* Waits for MPI requests (set-up exchanges, the ring, the inter-node step)
  * with the same bounds, but for a local peer that left in order after
  * making the call in progress (node->call): the MPI delivers what it sent
@@ -46,7 +46,7 @@ HAR_HIDDEN void har_node_fail(har_node_t *node, har_status_t st, int culprit, co
  * with `a1`: says so with both calls, fails the node blaming local rank
  * `culprit`, and returns the class the MPI gives (HAR_ERR_TRUNCATE or
  * HAR_ERR_OP). */
-HAR_HIDDEN har_status_t har_calls_differ(har_node_t *node, int r0, const har_arrival_t *a0, int r1,
+HAR_HIDDEN har_status_t har_node_calls_differ(har_node_t *node, int r0, const har_arrival_t *a0, int r1,
                                          const har_arrival_t *a1, int culprit, const char *step);
 /* While this rank's call `no`, gone ahead of the arrival, waits on the GPU:
  * the first local rank that has posted its record for the call (comm/call.c)

@@ -16,14 +16,14 @@ static int machine_color(void)
 {
     char text[64] = "";
     FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (!f || !fgets(text, sizeof text, f)) snprintf(text, sizeof text, "%s", har_host());
+    if (!f || !fgets(text, sizeof text, f)) snprintf(text, sizeof text, "%s", har_hostname());
     if (f) fclose(f);
     uint32_t h = 2166136261u;
     for (const char *s = text; *s && *s != '\n'; s++) h = (h ^ (unsigned char)*s) * 16777619u;
     return (int)(h & 0x7fffffff);  /* a colour: two machines that collide only count more sharers */
 }
 
-void har_machine_census(void)
+void har_node_census(void)
 {
     MPI_Comm same;
     int rank = 0;
@@ -33,7 +33,7 @@ void har_machine_census(void)
     PMPI_Comm_free(&same);
 }
 
-int har_machine_ranks(void) { return machine_ranks; }
+int har_node_machine_ranks(void) { return machine_ranks; }
 
 static char cpu_model[HAR_CLASS_LEN - 12] = "unknown_CPU";
 static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
@@ -47,13 +47,13 @@ static void read_cpu_model(void)
         char *colon = strchr(line, ':');
         if (strncmp(line, "model name", 10) != 0 || !colon) continue;
         colon[strcspn(colon, "\n")] = '\0';
-        har_class_word(colon + 1, cpu_model, sizeof cpu_model);
+        har_plan_class_word(colon + 1, cpu_model, sizeof cpu_model);
         break;
     }
     if (f) fclose(f);
 }
 
-void har_cpu_class(int cores_per_rank, char *out, size_t len)
+void har_node_cpu_class(int cores_per_rank, char *out, size_t len)
 {
     pthread_once(&cpu_once, read_cpu_model);
     snprintf(out, len, "%s/%d", cpu_model, cores_per_rank);

@@ -28,7 +28,7 @@ typedef struct {
 typedef struct {
     int32_t comm_rank, world_rank;
     char host[48];
-    har_watch_addr_t watch;
+    har_node_watch_addr_t watch;
 } har_across_peer_t;
 
 typedef struct har_node {
@@ -39,7 +39,7 @@ typedef struct har_node {
     int cores;                      /* this rank's share of the cores it may run on, at set-up (at least 1) */
     MPI_Comm node_comm, rail_comm, leader_comm;  /* MPI_COMM_NULL where unused */
     const har_settings_t *set;      /* rank 0's */
-    har_seg_t seg;                  /* the host segment: control lines and slots */
+    har_node_seg_t seg;                  /* the host segment: control lines and slots */
     unsigned host_seq;              /* host-segment chunks so far: the slot parity; the same on every local rank */
     char *scratch;                  /* slot_bytes: ring blocks, staging of device output */
     struct har_ring_msgs *ring_msgs; /* the ring's small messages, across nodes (inter.h) */
@@ -52,7 +52,7 @@ typedef struct har_node {
     int across_rank, across_size;   /* this rank's place there */
     har_across_peer_t *across;      /* every rank there, by its place (NULL until the transports' set-up):
                                      * a time-out waiting for one names it */
-    har_watch_t watch;              /* connections to the ring neighbours across nodes, closed by a death */
+    har_node_watch_t watch;              /* connections to the ring neighbours across nodes, closed by a death */
     MPI_Request notice_req;
     har_failure_t notice_in;
     har_failure_t *early;           /* the failure, while no segment holds it (before, or after a failed set-up) */

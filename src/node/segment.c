@@ -25,7 +25,7 @@ static size_t ctl_stride(void) { return round_up(sizeof(har_ctl_t), HAR_LINE); }
 /* Per rank: the checksums HAR_CHECK publishes, two parities of nranks + 1. */
 static size_t sums_stride(int nranks) { return round_up(2 * ((size_t)nranks + 1) * sizeof(uint64_t), HAR_LINE); }
 
-size_t har_seg_bytes(int nranks, size_t slot_bytes)
+size_t har_node_seg_bytes(int nranks, size_t slot_bytes)
 {
     return HAR_LINE + (size_t)nranks * (ctl_stride() + sums_stride(nranks)) +
            (size_t)nranks * 2 * round_up(slot_bytes, HAR_LINE);
@@ -35,7 +35,7 @@ size_t har_seg_bytes(int nranks, size_t slot_bytes)
 static int format(int fd, int nranks, size_t slot_bytes, const char *what)
 {
     slot_bytes = round_up(slot_bytes, HAR_LINE);
-    size_t size = har_seg_bytes(nranks, slot_bytes);
+    size_t size = har_node_seg_bytes(nranks, slot_bytes);
     int err = posix_fallocate(fd, 0, (off_t)size);
     if (err) {
         har_log(HAR_LOG_WARN, "cannot reserve %zu bytes of shared memory for %s: %s "
@@ -47,7 +47,7 @@ static int format(int fd, int nranks, size_t slot_bytes, const char *what)
         har_log(HAR_LOG_WARN, "mmap of %zu bytes (%s): %s", size, what, strerror(errno));
         return -1;
     }
-    har_seg_hdr_t *hdr = (har_seg_hdr_t *)base;
+    har_node_seg_hdr_t *hdr = (har_node_seg_hdr_t *)base;
     hdr->nranks = (uint32_t)nranks;
     hdr->slot_bytes = slot_bytes;
     atomic_init(&hdr->cuda_from_call, UINT64_MAX);  /* no rank has CUDA yet */
@@ -57,7 +57,7 @@ static int format(int fd, int nranks, size_t slot_bytes, const char *what)
     return 0;
 }
 
-int har_seg_create(int nranks, size_t slot_bytes)
+int har_node_seg_create(int nranks, size_t slot_bytes)
 {
     int fd = memfd_create("har-segment", MFD_CLOEXEC);
     if (fd < 0) {
@@ -71,9 +71,9 @@ int har_seg_create(int nranks, size_t slot_bytes)
     return fd;
 }
 
-static har_status_t attach_own(har_seg_t *seg, int fd, int me);
+static har_status_t attach_own(har_node_seg_t *seg, int fd, int me);
 
-har_status_t har_seg_create_named(har_seg_t *seg, const char *name, int nranks, size_t slot_bytes)
+har_status_t har_node_seg_create_named(har_node_seg_t *seg, const char *name, int nranks, size_t slot_bytes)
 {
     memset(seg, 0, sizeof *seg);
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -92,7 +92,7 @@ har_status_t har_seg_create_named(har_seg_t *seg, const char *name, int nranks, 
     return attach_own(seg, fd, 0);  /* shm_open made this rank's own description */
 }
 
-int har_seg_open_named(const char *name)
+int har_node_seg_open_named(const char *name)
 {
     struct stat st = {0};
     int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0600);
@@ -110,7 +110,7 @@ int har_seg_open_named(const char *name)
 
 /* Maps the segment on `fd`, an open file description of this rank's own,
  * and takes the liveness lock on it. */
-static har_status_t attach_own(har_seg_t *seg, int fd, int me)
+static har_status_t attach_own(har_node_seg_t *seg, int fd, int me)
 {
     memset(seg, 0, sizeof *seg);
     struct stat st;
@@ -124,9 +124,9 @@ static har_status_t attach_own(har_seg_t *seg, int fd, int me)
     }
     seg->base = base;
     seg->size = (size_t)st.st_size;
-    seg->hdr = (har_seg_hdr_t *)base;
+    seg->hdr = (har_node_seg_hdr_t *)base;
     if (__atomic_load_n(&seg->hdr->magic, __ATOMIC_ACQUIRE) != SEG_MAGIC || (int)seg->hdr->nranks <= me ||
-        seg->size < har_seg_bytes((int)seg->hdr->nranks, seg->hdr->slot_bytes)) {
+        seg->size < har_node_seg_bytes((int)seg->hdr->nranks, seg->hdr->slot_bytes)) {
         har_log(HAR_LOG_WARN, "not a har segment for local rank %d", me);
         munmap(base, seg->size);
         close(fd);
@@ -149,12 +149,12 @@ static har_status_t attach_own(har_seg_t *seg, int fd, int me)
     seg->sums_stride = sums_stride(seg->nranks);
     seg->sums = base + HAR_LINE + (size_t)seg->nranks * seg->ctl_stride;
     seg->slots = seg->sums + (size_t)seg->nranks * seg->sums_stride;
-    seg->my_epoch = atomic_load_explicit(&har_seg_ctl(seg, me)->epoch, memory_order_relaxed);
-    atomic_store(&har_seg_ctl(seg, me)->attached, 1);
+    seg->my_epoch = atomic_load_explicit(&har_node_seg_ctl(seg, me)->epoch, memory_order_relaxed);
+    atomic_store(&har_node_seg_ctl(seg, me)->attached, 1);
     return HAR_OK;
 }
 
-har_status_t har_seg_attach(har_seg_t *seg, int given, int me)
+har_status_t har_node_seg_attach(har_node_seg_t *seg, int given, int me)
 {
     /* A descriptor passed over a socket or inherited shares its open file
      * description with the sender's, and so would its locks: liveness needs
@@ -171,22 +171,22 @@ har_status_t har_seg_attach(har_seg_t *seg, int given, int me)
     return attach_own(seg, fd, me);
 }
 
-void har_seg_unlink(const char *name) { shm_unlink(name); }
+void har_node_seg_unlink(const char *name) { shm_unlink(name); }
 
-void har_seg_leave(har_seg_t *seg, uint64_t calls, const har_failure_t *seen)
+void har_node_seg_leave(har_node_seg_t *seg, uint64_t calls, const har_failure_t *seen)
 {
     if (!seg->base) return;
-    har_ctl_t *mine = har_seg_ctl(seg, seg->me);
+    har_ctl_t *mine = har_node_seg_ctl(seg, seg->me);
     atomic_store_explicit(&mine->calls_made, calls, memory_order_relaxed);  /* before `left` (release) */
     /* Its own failure line is read only while the header names this rank,
      * which it cannot come to do from now on. */
     int tell = seen && atomic_load(&seg->hdr->failed) != (uint32_t)seg->me + 1;
     if (tell) mine->failure = *seen;
     atomic_store_explicit(&mine->left, tell ? 2 : 1, memory_order_release);
-    har_seg_detach(seg);
+    har_node_seg_detach(seg);
 }
 
-void har_seg_detach(har_seg_t *seg)
+void har_node_seg_detach(har_node_seg_t *seg)
 {
     if (!seg->base) return;
     munmap(seg->base, seg->size);
@@ -194,7 +194,7 @@ void har_seg_detach(har_seg_t *seg)
     seg->base = NULL;
 }
 
-int har_seg_clean(int level)
+int har_node_seg_clean(int level)
 {
     DIR *dir = opendir("/dev/shm");
     int removed = 0;

@@ -7,7 +7,7 @@
  * (node/share.c). Where that cannot be done, a named segment in /dev/shm is
  * the fallback: its creator holds its liveness lock from the moment the
  * name exists, the name goes as soon as every rank has mapped it, and a
- * named segment whose locks nobody holds is stale (har_seg_clean). */
+ * named segment whose locks nobody holds is stale (har_node_seg_clean). */
 #ifndef HAR_SEGMENT_H
 #define HAR_SEGMENT_H
 
@@ -55,7 +55,7 @@ typedef struct {
 } har_arrival_t;
 
 /* "its receive buffer is null", for messages. */
-static inline const char *har_buffers_text(uint32_t bad)
+static inline const char *har_node_buffers_text(uint32_t bad)
 {
     switch (bad) {
     case HAR_BUFFER_NULL_SEND: return "its send buffer is null";
@@ -69,7 +69,7 @@ static inline const char *har_buffers_text(uint32_t bad)
 /* Do two ranks' calls differ, and as what? HAR_OK (the same call),
  * HAR_ERR_OP (the same count and datatype, another op) or HAR_ERR_TRUNCATE
  * (another count, datatype or call): the classes the MPIs give. */
-static inline har_status_t har_arrival_differs(const har_arrival_t *a, const har_arrival_t *b)
+static inline har_status_t har_node_arrival_differs(const har_arrival_t *a, const har_arrival_t *b)
 {
     if (a->count != b->count || a->type != b->type) return HAR_ERR_TRUNCATE;
     return a->op != b->op ? HAR_ERR_OP : a->call != b->call ? HAR_ERR_TRUNCATE : HAR_OK;
@@ -111,11 +111,11 @@ typedef struct {
      * process saw on another communicator (why it may have left early). */
     _Atomic uint32_t left;
     /* Stored before `left`: how many calls it made on the communicator
-     * (har_seg_left_after). */
+     * (har_node_seg_left_after). */
     _Atomic uint64_t calls_made;
 } har_ctl_t;
 _Static_assert(offsetof(har_ctl_t, failure) == 64, "epoch and arrival records share one cache line");
-/* No MPI exchange is waited for (har_seg_check_peers, har_seg_left_after). */
+/* No MPI exchange is waited for (har_node_seg_poll_peers, har_node_seg_left_after). */
 #define HAR_SEG_NO_EXCHANGE UINT64_MAX
 
 typedef struct {
@@ -129,7 +129,7 @@ typedef struct {
      * set (once) by the first rank that finds a CUDA context in its process,
      * to its call number + 1, so that every rank reads it before that call. */
     _Atomic uint64_t cuda_from_call;
-} har_seg_hdr_t;
+} har_node_seg_hdr_t;
 
 typedef struct {
     char *base;
@@ -140,19 +140,19 @@ typedef struct {
     void *heard_ctx;
     int fd;                   /* kept open: it carries this rank's liveness lock */
     int nranks, me;
-    har_seg_hdr_t *hdr;
+    har_node_seg_hdr_t *hdr;
     char *sums;               /* HAR_CHECK's checksums, sums_stride per rank */
     size_t sums_stride;
     char *slots;
     uint64_t my_epoch;        /* local copy of ctl(me)->epoch */
-} har_seg_t;
+} har_node_seg_t;
 
 /* Makes an anonymous segment for nranks, its pages reserved now (a small
  * /dev/shm fails here, not later with SIGBUS). Its fd, or -1 (logged). */
-int har_seg_create(int nranks, size_t slot_bytes);
+int har_node_seg_create(int nranks, size_t slot_bytes);
 /* The named fallback: creates /dev/shm`name` and attaches to it as rank 0
  * in one go, so that its liveness lock is held from the start. */
-har_status_t har_seg_create_named(har_seg_t *seg, const char *name, int nranks, size_t slot_bytes);
+har_status_t har_node_seg_create_named(har_node_seg_t *seg, const char *name, int nranks, size_t slot_bytes);
 /* Maps the segment open on `fd` (taken over, closed) as rank `me` and
  * takes this rank's liveness lock: a write lock on byte `me` of the segment
  * file, an open-file-description lock, on a description of its own (the
@@ -160,22 +160,22 @@ har_status_t har_seg_create_named(har_seg_t *seg, const char *name, int nranks, 
  * attached) and the kernel drops it when the process dies, in any PID
  * namespace. Until a rank has attached, its missing lock says nothing:
  * the checks here skip it (the node's pid checks cover that time). */
-har_status_t har_seg_attach(har_seg_t *seg, int fd, int me);
+har_status_t har_node_seg_attach(har_node_seg_t *seg, int fd, int me);
 /* Opens a named segment's fd (the fallback's peers), or -1 (logged). */
-int har_seg_open_named(const char *name);
-void har_seg_unlink(const char *name);
-void har_seg_detach(har_seg_t *seg);
+int har_node_seg_open_named(const char *name);
+void har_node_seg_unlink(const char *name);
+void har_node_seg_detach(har_node_seg_t *seg);
 /* Detaches in order after `calls` calls: peers that still wait for this
  * rank in a later call learn that it left (HAR_ERR_PEER_LEFT) and, if
  * `seen` is not NULL, what it had seen fail elsewhere. */
-void har_seg_leave(har_seg_t *seg, uint64_t calls, const har_failure_t *seen);
-size_t har_seg_bytes(int nranks, size_t slot_bytes);
+void har_node_seg_leave(har_node_seg_t *seg, uint64_t calls, const har_failure_t *seen);
+size_t har_node_seg_bytes(int nranks, size_t slot_bytes);
 /* Removes named segments in /dev/shm whose liveness locks nobody holds
  * (left by processes that died between creating and unlinking), saying
  * what it removed at `level`; returns how many. */
-int har_seg_clean(int level);
+int har_node_seg_clean(int level);
 
-static inline har_ctl_t *har_seg_ctl(const har_seg_t *seg, int rank)
+static inline har_ctl_t *har_node_seg_ctl(const har_node_seg_t *seg, int rank)
 {
     return (har_ctl_t *)(seg->base + HAR_LINE + (size_t)rank * seg->ctl_stride);
 }
@@ -185,54 +185,54 @@ static inline har_ctl_t *har_seg_ctl(const har_seg_t *seg, int rank)
  * before it freed the communicator or finalized. Only for MPI exchanges:
  * kernels or segment steps of a peer that left with calls open may never
  * run. */
-static inline int har_seg_left_after(const har_seg_t *seg, int peer, uint64_t call)
+static inline int har_node_seg_left_after(const har_node_seg_t *seg, int peer, uint64_t call)
 {
-    const har_ctl_t *ctl = har_seg_ctl(seg, peer);
+    const har_ctl_t *ctl = har_node_seg_ctl(seg, peer);
     return call != HAR_SEG_NO_EXCHANGE && atomic_load_explicit(&ctl->left, memory_order_acquire) &&
            atomic_load_explicit(&ctl->calls_made, memory_order_relaxed) > call;  /* stored before `left` */
 }
 /* The checksums rank publishes for its slot of this parity: one per shard,
  * then one of its reduced shard (HAR_CHECK). Written only by that rank. */
-static inline uint64_t *har_seg_sums(const har_seg_t *seg, int rank, unsigned parity)
+static inline uint64_t *har_node_seg_sums(const har_node_seg_t *seg, int rank, unsigned parity)
 {
     return (uint64_t *)(seg->sums + (size_t)rank * seg->sums_stride) + (size_t)(parity & 1) * ((size_t)seg->nranks + 1);
 }
 /* Rank's slot of the given parity (two per rank, used alternately). */
-static inline char *har_seg_slot(const har_seg_t *seg, int rank, unsigned parity)
+static inline char *har_node_seg_slot(const har_node_seg_t *seg, int rank, unsigned parity)
 {
     return seg->slots + ((size_t)rank * 2 + (parity & 1)) * seg->slot_bytes;
 }
 
 /* Finishes one step: release, so that peers that see the new epoch also see
  * every write this rank made before. Returns the new epoch. */
-uint64_t har_seg_signal(har_seg_t *seg);
+uint64_t har_node_seg_signal(har_node_seg_t *seg);
 /* Waits until `peer` has finished step `epoch` (acquire). HAR_OK, or why it
  * stopped: HAR_ERR_PEER_DEAD (its lock is gone), HAR_ERR_PEER_LEFT (gone
- * after har_seg_leave), HAR_ERR_TIMEOUT (past
+ * after har_node_seg_leave), HAR_ERR_TIMEOUT (past
  * `timeout` seconds; 0: none), HAR_ERR_PEER_FAILED (some local rank gave up:
- * har_seg_failure says who and why); *culprit: the local rank at fault, or
+ * har_node_seg_failure says who and why); *culprit: the local rank at fault, or
  * -1. Nothing is logged here: the caller knows the names. */
-har_status_t har_seg_wait(har_seg_t *seg, int peer, uint64_t epoch, double timeout, int *culprit);
+har_status_t har_node_seg_wait(har_node_seg_t *seg, int peer, uint64_t epoch, double timeout, int *culprit);
 /* Waits for every rank of the segment. */
-har_status_t har_seg_wait_all(har_seg_t *seg, uint64_t epoch, double timeout, int *culprit);
+har_status_t har_node_seg_wait_all(har_node_seg_t *seg, uint64_t epoch, double timeout, int *culprit);
 /* While something else waits (a GPU stream, an MPI request): the same
  * checks as a wait's slow path, on every peer but one that left after
  * making call `exchange` (HAR_SEG_NO_EXCHANGE: none), with the time-out
- * counted from `started` (har_seg_now()); without `listen`, the notices
+ * counted from `started` (har_node_seg_now()); without `listen`, the notices
  * from other nodes are not tested (an MPI call: for a thread of har's
  * own). */
-har_status_t har_seg_check_peers(har_seg_t *seg, uint64_t exchange, double started, double timeout, int listen,
+har_status_t har_node_seg_poll_peers(har_node_seg_t *seg, uint64_t exchange, double started, double timeout, int listen,
                                  int *culprit);
-double har_seg_now(void);
+double har_node_seg_now(void);
 /* Records why this rank gives up and tells every local peer to stop
  * waiting. The first report wins; returns 1 if it was this one. */
-int har_seg_fail(har_seg_t *seg, const har_failure_t *why);
+int har_node_seg_fail(har_node_seg_t *seg, const har_failure_t *why);
 /* The first report, or NULL while the segment has not failed. */
-const har_failure_t *har_seg_failure(const har_seg_t *seg);
+const har_failure_t *har_node_seg_failure(const har_node_seg_t *seg);
 
 #ifdef HAR_TEST_HOOKS
 /* Steps signalled by this process since it started (tests count them). */
-unsigned long long har_seg_steps(void);
+unsigned long long har_node_seg_steps(void);
 #endif
 
 #endif

@@ -138,7 +138,7 @@ static int fetch(har_node_t *node, const har_offer_t *offer, har_status_t *st)
         return -1;
     }
 #endif
-    double started = har_seg_now();
+    double started = har_node_seg_now();
     for (unsigned long i = 0; s >= 0 && fd < 0; i++) {
         if (!connected) {
             connected = connect(s, (struct sockaddr *)&addr, len) == 0 || errno == EISCONN;
@@ -156,7 +156,7 @@ static int fetch(har_node_t *node, const har_offer_t *offer, har_status_t *st)
             fd = recv_fd(s);
             if (fd < 0) break;  /* rank 0 closed: it gave up or died */
         }
-        if (i % 64 == 63 && (*st = har_node_check(node, started, "segment")) != HAR_OK) break;
+        if (i % 64 == 63 && (*st = har_node_poll(node, started, "segment")) != HAR_OK) break;
     }
     if (s >= 0) close(s);
     return fd;
@@ -192,7 +192,7 @@ static void take(int listener, pending_t *pending)
         if (pending[k].fd < 0 || pending[k].since < slot->since) slot = &pending[k];
     if (slot->fd >= 0) drop(slot);
     slot->fd = conn;
-    slot->since = har_seg_now();
+    slot->since = har_node_seg_now();
 }
 
 /* Rank 0 reads a pending connection's token: the descriptor for the right
@@ -215,7 +215,7 @@ static har_status_t serve(har_node_t *node, int listener, int fd, const har_secr
     pending_t pending[PENDING];
     struct pollfd p[1 + PENDING];
     har_status_t st = HAR_OK;
-    double started = har_seg_now();
+    double started = har_node_seg_now();
     for (int k = 0; k < PENDING; k++) pending[k].fd = -1;
     for (unsigned long i = 0;; i++) {
         int done = 0;
@@ -236,9 +236,9 @@ static har_status_t serve(har_node_t *node, int listener, int fd, const har_secr
                 if (p[0].revents & POLLIN) take(listener, pending);
             }
             for (int k = 0; k < PENDING; k++)
-                if (pending[k].fd >= 0 && har_seg_now() - pending[k].since > TOKEN_SECONDS) drop(&pending[k]);
+                if (pending[k].fd >= 0 && har_node_seg_now() - pending[k].since > TOKEN_SECONDS) drop(&pending[k]);
         }
-        if (i % 64 == 63 && (st = har_node_check(node, started, "segment")) != HAR_OK) break;
+        if (i % 64 == 63 && (st = har_node_poll(node, started, "segment")) != HAR_OK) break;
     }
     for (int k = 0; k < PENDING; k++)
         if (pending[k].fd >= 0) drop(&pending[k]);
@@ -269,7 +269,7 @@ static har_status_t by_socket(har_node_t *node, size_t slot, int *ok)
     int fd = -1, listener = -1;
     har_status_t st;
     memset(&offer, 0, sizeof offer);
-    if (node->local_rank == 0 && (fd = har_seg_create(node->local_size, slot)) >= 0) {
+    if (node->local_rank == 0 && (fd = har_node_seg_create(node->local_size, slot)) >= 0) {
         struct sockaddr_un addr;
         if (make_name(offer.name, "") != 0 || har_random(&offer.token, sizeof offer.token) != 0) {
             HAR_LOG(HAR_LOG_DEBUG, "no random numbers for the segment's socket: %s", strerror(errno));
@@ -288,7 +288,7 @@ static har_status_t by_socket(har_node_t *node, size_t slot, int *ok)
     if (st == HAR_OK && node->local_rank != 0 && offer.name[0]) fd = fetch(node, &offer, &st);
     HAR_TEST_POINT("segment-shared");
     *ok = st == HAR_OK && offer.name[0] && fd >= 0 &&
-          har_seg_attach(&node->seg, node->local_rank == 0 ? dup(fd) : fd, node->local_rank) == HAR_OK;
+          har_node_seg_attach(&node->seg, node->local_rank == 0 ? dup(fd) : fd, node->local_rank) == HAR_OK;
     if (st == HAR_OK) st = agree(node, ok, listener, fd, &offer.token);
     if (listener >= 0) close(listener);
     if (node->local_rank == 0 && fd >= 0) close(fd);  /* its mapping keeps its own descriptor */
@@ -302,26 +302,26 @@ static har_status_t by_name(har_node_t *node, size_t slot, int *ok)
     har_status_t st;
     memset(&offer, 0, sizeof offer);
     if (node->local_rank == 0) {
-        har_seg_clean(HAR_LOG_WARN);
+        har_node_seg_clean(HAR_LOG_WARN);
         /* Random, not only the pid: hosts made of PID namespaces may share /dev/shm. */
         if (make_name(offer.name, "/") != 0 ||
-            har_seg_create_named(&node->seg, offer.name, node->local_size, slot) != HAR_OK)
+            har_node_seg_create_named(&node->seg, offer.name, node->local_size, slot) != HAR_OK)
             offer.name[0] = '\0';
     }
     HAR_TEST_POINT("segment-named");
     st = share_offer(node, &offer);
     int fd = -1;
-    if (st == HAR_OK && node->local_rank != 0 && offer.name[0] && (fd = har_seg_open_named(offer.name)) >= 0)
-        har_seg_attach(&node->seg, fd, node->local_rank);
+    if (st == HAR_OK && node->local_rank != 0 && offer.name[0] && (fd = har_node_seg_open_named(offer.name)) >= 0)
+        har_node_seg_attach(&node->seg, fd, node->local_rank);
     *ok = st == HAR_OK && node->seg.base != NULL;
     if (st == HAR_OK) st = agree(node, ok, -1, -1, NULL);
     /* Everyone has mapped it, or given up: the name can go. */
-    if (node->local_rank == 0 && offer.name[0]) har_seg_unlink(offer.name);
+    if (node->local_rank == 0 && offer.name[0]) har_node_seg_unlink(offer.name);
     if (st != HAR_OK || !*ok) har_node_drop_segment(node);
     return st;
 }
 
-har_status_t har_share_segment(har_node_t *node, size_t slot, int *ok)
+har_status_t har_node_share(har_node_t *node, size_t slot, int *ok)
 {
     har_status_t st = by_socket(node, slot, ok);
     if (st == HAR_OK && !*ok) {

@@ -9,6 +9,6 @@
  * and *ok = 1; HAR_OK with *ok = 0 on every local rank and nothing mapped
  * when it could not be made or shared (logged); or why the node's ranks
  * could not agree (a peer died, HAR_TIMEOUT: recorded). */
-HAR_HIDDEN har_status_t har_share_segment(har_node_t *node, size_t slot_bytes, int *ok);
+HAR_HIDDEN har_status_t har_node_share(har_node_t *node, size_t slot_bytes, int *ok);
 
 #endif

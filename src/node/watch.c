@@ -67,17 +67,17 @@ static int take(int fd, void *buf, size_t n)
 
 static int put(int fd, const void *buf, size_t n) { return send(fd, buf, n, MSG_NOSIGNAL) == (ssize_t)n; }
 
-void har_watch_none(har_watch_t *w)
+void har_node_watch_none(har_node_watch_t *w)
 {
     memset(w, 0, sizeof *w);
     w->listen_fd = w->fd[0] = w->fd[1] = -1;
     w->peer[0] = w->peer[1] = -1;
 }
 
-void har_watch_listen(har_watch_t *w, har_watch_addr_t *mine)
+void har_node_watch_listen(har_node_watch_t *w, har_node_watch_addr_t *mine)
 {
     memset(mine, 0, sizeof *mine);
-    har_watch_none(w);
+    har_node_watch_none(w);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
     socklen_t len = sizeof a;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -104,7 +104,7 @@ void har_watch_listen(har_watch_t *w, har_watch_addr_t *mine)
 }
 
 /* Starts a connection to address k of `to`; -1 if none could start. */
-static int dial(const har_watch_addr_t *to, int k)
+static int dial(const har_node_watch_addr_t *to, int k)
 {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = to->port, .sin_addr.s_addr = to->addr[k]};
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -122,7 +122,7 @@ typedef struct {
 
 /* The dialer's next step on a connection that has something to say;
  * returns 0 when the connection is no good (the next address). */
-static int dialer_step(dialer_t *d, har_watch_t *w, int me, int right_rank, const har_watch_addr_t *right)
+static int dialer_step(dialer_t *d, har_node_watch_t *w, int me, int right_rank, const har_node_watch_addr_t *right)
 {
     if (d->state == DIALLING) {
         int err = 0;
@@ -161,7 +161,7 @@ typedef struct {
     uint64_t dialer, listener;  /* the challenges */
 } caller_t;
 
-static void listener_step(caller_t *c, har_watch_t *w, int me, int left_rank)
+static void listener_step(caller_t *c, har_node_watch_t *w, int me, int left_rank)
 {
     if (!c->answered) {
         hello_t h;
@@ -202,27 +202,27 @@ static void admit(int listen_fd, caller_t *callers)
     close_fd(&c->fd);
     memset(c, 0, sizeof *c);
     c->fd = fd;
-    c->since = har_seg_now();
+    c->since = har_node_seg_now();
 }
 
-void har_watch_join(har_watch_t *w, int me, int right_rank, const har_watch_addr_t *right, int left_rank,
-                    const har_watch_addr_t *left)
+void har_node_watch_join(har_node_watch_t *w, int me, int right_rank, const har_node_watch_addr_t *right, int left_rank,
+                    const har_node_watch_addr_t *left)
 {
     dialer_t d = {DONE, -1, 0, 0, 0};
     caller_t callers[PENDING];
-    double start = har_seg_now();
+    double start = har_node_seg_now();
     for (int k = 0; k < PENDING; k++) callers[k].fd = -1;
     if (w->listen_fd < 0) return;
     if (right->port != 0 && right->naddr != 0) d.state = DIALLING, d.fd = dial(right, 0), d.tried = start;
     int expect_left = left->port != 0 && left->naddr != 0;  /* else it will not call */
-    while ((d.state != DONE || (expect_left && w->fd[1] < 0)) && har_seg_now() - start < JOIN_SECONDS) {
+    while ((d.state != DONE || (expect_left && w->fd[1] < 0)) && har_node_seg_now() - start < JOIN_SECONDS) {
         /* The right neighbour: a connection that completes the handshake;
          * an address that refuses, closes, stays silent or cannot prove
          * itself gives way to the next. */
-        if (d.state != DONE && (d.fd < 0 || har_seg_now() - d.tried > ADDRESS_SECONDS)) {
+        if (d.state != DONE && (d.fd < 0 || har_node_seg_now() - d.tried > ADDRESS_SECONDS)) {
             close_fd(&d.fd);
             d.state = ++d.k >= right->naddr ? DONE : DIALLING;
-            if (d.state == DIALLING) d.fd = dial(right, d.k), d.tried = har_seg_now();
+            if (d.state == DIALLING) d.fd = dial(right, d.k), d.tried = har_node_seg_now();
             continue;
         }
         struct pollfd p[2 + PENDING] = {{d.fd, d.state == DIALLING ? POLLOUT : POLLIN, 0},
@@ -242,14 +242,14 @@ void har_watch_join(har_watch_t *w, int me, int right_rank, const har_watch_addr
             left_rank);
 }
 
-int har_watch_lost(har_watch_t *w, uint64_t call, const har_watch_bye_t **left)
+int har_node_watch_lost(har_node_watch_t *w, uint64_t call, const har_node_watch_bye_t **left)
 {
     /* A negative fd is skipped; a close shows as POLLRDHUP even when a part of a bye came before it. */
     struct pollfd p[2] = {{w->fd[0], POLLIN | POLLRDHUP, 0}, {w->fd[1], POLLIN | POLLRDHUP, 0}};
     if (w->fd[0] >= 0 || w->fd[1] >= 0) poll(p, 2, 0);
     for (int k = 0; k < 2; k++) {
         if (w->fd[k] >= 0 && p[k].revents) {
-            unsigned char bye[1 + sizeof(har_watch_bye_t)];
+            unsigned char bye[1 + sizeof(har_node_watch_bye_t)];
             int got = take(w->fd[k], bye, sizeof bye);
             if (got == 0 && !(p[k].revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
             close_fd(&w->fd[k]);
@@ -270,7 +270,7 @@ int har_watch_lost(har_watch_t *w, uint64_t call, const har_watch_bye_t **left)
     return -1;
 }
 
-void har_watch_close(har_watch_t *w, const har_watch_bye_t *said)
+void har_node_watch_close(har_node_watch_t *w, const har_node_watch_bye_t *said)
 {
     unsigned char bye[1 + sizeof *said] = {BYE};
     memcpy(bye + 1, said, sizeof *said);

@@ -37,7 +37,7 @@ typedef struct {
     uint16_t port;                   /* network order; 0: no watch */
     uint16_t naddr;
     har_secret_t key;                /* what both ends of a connection to this rank prove they know */
-} har_watch_addr_t;
+} har_node_watch_addr_t;
 
 /* What a rank says when it leaves in order: how many calls it made on the
  * communicator, and the last failure its process reported on any (why it
@@ -47,35 +47,35 @@ typedef struct {
     int32_t seen_status;             /* har_status_t; 0: it saw none */
     int32_t seen_world;              /* that failure's rank at fault in MPI_COMM_WORLD; -1: unknown */
     char seen_host[48];
-} har_watch_bye_t;
+} har_node_watch_bye_t;
 
 typedef struct {
     int listen_fd;                   /* during set-up only */
     int fd[2];                       /* 0: to the right neighbour, 1: from the left; -1: unwatched */
     int peer[2];                     /* their places across nodes */
     int said_bye[2];
-    har_watch_bye_t bye[2];          /* what a neighbour said when it left */
+    har_node_watch_bye_t bye[2];          /* what a neighbour said when it left */
     har_secret_t key;
-} har_watch_t;
+} har_node_watch_t;
 
 /* Nothing watched (a node context's initial state). */
-HAR_HIDDEN void har_watch_none(har_watch_t *w);
+HAR_HIDDEN void har_node_watch_none(har_node_watch_t *w);
 /* Before the set-up's exchange: a listening socket, described in `mine`
  * (port 0 if none could be made). */
-HAR_HIDDEN void har_watch_listen(har_watch_t *w, har_watch_addr_t *mine);
+HAR_HIDDEN void har_node_watch_listen(har_node_watch_t *w, har_node_watch_addr_t *mine);
 /* After it, every rank at once: connects to the right neighbour (at place
  * `right_rank`, published `right`) and takes the left one's connection
  * (`left_rank`, `left`), within a second; then stops listening. */
-HAR_HIDDEN void har_watch_join(har_watch_t *w, int me, int right_rank, const har_watch_addr_t *right, int left_rank,
-                               const har_watch_addr_t *left);
+HAR_HIDDEN void har_node_watch_join(har_node_watch_t *w, int me, int right_rank, const har_node_watch_addr_t *right,
+                                    int left_rank, const har_node_watch_addr_t *left);
 /* A watched neighbour that is gone while this rank waits in call number
  * `call` (from 0): its place across nodes, with *left NULL if its
  * connection closed without "bye" (it died), or what it said if it said
  * "bye" before making that call (it left); -1 if none. One poll(2) of at
  * most two sockets. */
-HAR_HIDDEN int har_watch_lost(har_watch_t *w, uint64_t call, const har_watch_bye_t **left);
+HAR_HIDDEN int har_node_watch_lost(har_node_watch_t *w, uint64_t call, const har_node_watch_bye_t **left);
 /* Says "bye" on every connection and closes them (a communicator freed,
  * or MPI_Finalize). */
-HAR_HIDDEN void har_watch_close(har_watch_t *w, const har_watch_bye_t *bye);
+HAR_HIDDEN void har_node_watch_close(har_node_watch_t *w, const har_node_watch_bye_t *bye);
 
 #endif

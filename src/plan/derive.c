@@ -53,8 +53,8 @@ static int fastest(const grid_t *g, int k)
     return best;
 }
 
-int har_tune_derive(const har_measure_t *m, int n, const har_tune_row_t *shape, har_tune_row_t *rows, int max_rows)
-{
+int har_plan_tune_derive(const har_measure_t *m, int n, const har_plan_tune_row_t *shape, har_plan_tune_row_t *rows,
+                         int max_rows) {
     grid_t *g = calloc(1, sizeof *g);
     int winner[MAX_SIZES], nrows = 0;
     if (!g) return -1;

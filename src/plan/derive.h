@@ -25,7 +25,7 @@ typedef struct {
  * path 4 times slower than the best) gives way to the fastest. Runs of one
  * winner merge; the last run covers every larger size. Returns the number
  * of rows, or -1 if more than max_rows. */
-HAR_HIDDEN int har_tune_derive(const har_measure_t *m, int n, const har_tune_row_t *shape, har_tune_row_t *rows,
-                               int max_rows);
+HAR_HIDDEN int har_plan_tune_derive(const har_measure_t *m, int n, const har_plan_tune_row_t *shape,
+                                    har_plan_tune_row_t *rows, int max_rows);
 
 #endif

@@ -5,7 +5,7 @@
 #include "core/types.h"
 
 
-void har_settings_from(const har_config_t *cfg, har_settings_t *s)
+void har_plan_settings_from(const har_config_t *cfg, har_settings_t *s)
 {
     memset(s, 0, sizeof *s);
 #define COPY_LOCAL(name, type)
@@ -58,7 +58,7 @@ const char *har_plan_why_not(const har_engine_traits_t *e, const har_plan_in_t *
     return NULL;
 }
 
-void har_engine_set_rank(har_engine_set_t *set)
+void har_plan_rank_engines(har_engine_set_t *set)
 {
     for (int dev = 0; dev < 2; dev++) {
         int *ranked = set->ranked[dev], n = 0;
@@ -141,7 +141,7 @@ har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s)
     /* HAR_ALGO first, then the table's row; a choice no candidate meets is
      * passed over, and the thresholds' order decides among what is left. */
     narrow(cand, &n, in->forced);
-    p.row = har_tune_lookup(s->tune, s->ntune, in->on_device, in->cls, in->local_size, in->nnodes, in->bytes);
+    p.row = har_plan_tune_lookup(s->tune, s->ntune, in->on_device, in->cls, in->local_size, in->nnodes, in->bytes);
     if (p.row && !narrow(cand, &n, p.row->choice)) p.row = NULL;  /* no candidate meets it: it did not decide */
     unsigned chosen = cand[0];
     unsigned engine = chosen & HAR_ENGINE_BITS;  /* a plan shows one engine, or the MPI */
@@ -184,7 +184,7 @@ int har_plan_grid(int per_sm, int ctx_sms, int gpu_sms, int clients, int max_blo
     return grid < max_blocks ? (int)grid : max_blocks;
 }
 
-size_t har_chunk_elems(size_t slot_bytes, size_t elem_size)
+size_t har_plan_chunk_elems(size_t slot_bytes, size_t elem_size)
 {
     /* A chunk fills a slot; keep it a whole number of aligned units. */
     size_t unit = HAR_SHARD_ALIGN / elem_size;

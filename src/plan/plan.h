@@ -33,7 +33,7 @@ typedef struct {
     int inter_path;             /* HAR_INTER's transport between nodes (HAR_PATH_RING, _DOUBLING or _INTER_MPI),
                                  * or HAR_INTER_AUTO: by the call's size (har_plan_inter) */
     int ntune;
-    har_tune_row_t tune[HAR_TUNE_MAX_ROWS];
+    har_plan_tune_row_t tune[HAR_TUNE_MAX_ROWS];
 } har_settings_t;
 
 #define HAR_INTER_AUTO (-1)
@@ -52,7 +52,7 @@ typedef struct {
 #endif
 
 /* Everything but the table, from a configuration's values. */
-HAR_HIDDEN void har_settings_from(const har_config_t *cfg, har_settings_t *s);
+HAR_HIDDEN void har_plan_settings_from(const har_config_t *cfg, har_settings_t *s);
 
 /* What an engine can serve, as its descriptor (engines/engine.h) states it: every
  * rule the plan applies to it. What only its set-up can find out (peer
@@ -100,7 +100,7 @@ typedef struct {
     int ranked[2][HAR_PATH_COUNT], n[2];  /* [0]: host buffers, [1]: device buffers */
 } har_engine_set_t;
 /* Fills set->ranked from set->by_path. */
-HAR_HIDDEN void har_engine_set_rank(har_engine_set_t *set);
+HAR_HIDDEN void har_plan_rank_engines(har_engine_set_t *set);
 
 /* What a call's plan depends on: the same on every local rank. */
 typedef struct {
@@ -125,7 +125,7 @@ typedef struct {
     int inter;                  /* across nodes, the transport's path (HAR_PATH_RING, _DOUBLING, _INTER_MPI) */
     int streamed;               /* the engine hands the transport the application's buffers (HAR_PATH_STREAMED) */
     unsigned paths;             /* engine, shot and inter-node paths: what the counters show */
-    const har_tune_row_t *row;  /* the table row that decided, if one did */
+    const har_plan_tune_row_t *row;  /* the table row that decided, if one did */
 } har_plan_t;
 
 HAR_HIDDEN har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s);
@@ -152,7 +152,7 @@ HAR_HIDDEN int har_plan_declines(uint64_t bytes, const har_settings_t *s);
 HAR_HIDDEN int har_plan_grid(int per_sm, int ctx_sms, int gpu_sms, int clients, int max_blocks);
 
 /* Elements per pass through a slot of `slot_bytes`: whole 64-byte units. */
-HAR_HIDDEN size_t har_chunk_elems(size_t slot_bytes, size_t elem_size);
-/* har_shard: plan/shard.h. */
+HAR_HIDDEN size_t har_plan_chunk_elems(size_t slot_bytes, size_t elem_size);
+/* har_plan_shard: plan/shard.h. */
 
 #endif

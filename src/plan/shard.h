@@ -16,8 +16,8 @@
 
 /* Shard i of n elements split among `parts`: starts and lengths are
  * multiples of 64 bytes except the last shard's end. */
-static inline HAR_HOST_DEVICE void har_shard(size_t n, size_t elem_size, int parts, int i, size_t *off, size_t *len)
-{
+static inline HAR_HOST_DEVICE void har_plan_shard(size_t n, size_t elem_size, int parts, int i, size_t *off,
+                                                  size_t *len) {
     size_t unit = HAR_SHARD_ALIGN / elem_size;
     size_t units = (n + unit - 1) / unit;
     size_t first = units * (size_t)i / (size_t)parts, last = units * (size_t)(i + 1) / (size_t)parts;

@@ -9,7 +9,7 @@
 #include "core/log.h"
 #include "plan/tuning.h"
 
-void har_class_word(const char *text, char *out, size_t len)
+void har_plan_class_word(const char *text, char *out, size_t len)
 {
     size_t n = 0;
     int space = 0;
@@ -24,7 +24,7 @@ void har_class_word(const char *text, char *out, size_t len)
 
 /* One line: "memory class ranks_per_node nodes up_to_bytes choice"; 1 if it
  * made a row, 0 if blank or comment, -1 if malformed. */
-static int parse_line(const char *line, har_tune_row_t *row)
+static int parse_line(const char *line, har_plan_tune_row_t *row)
 {
     char memory[16], cls[HAR_CLASS_LEN], max[32], choice[96];
     long local, nodes;
@@ -55,7 +55,7 @@ static int parse_line(const char *line, har_tune_row_t *row)
     return 1;
 }
 
-int har_tune_parse(const char *text, har_tune_row_t *rows, int max_rows, int *bad_line)
+int har_plan_tune_parse(const char *text, har_plan_tune_row_t *rows, int max_rows, int *bad_line)
 {
     int n = 0, line_no = 0;
     char line[256];
@@ -69,7 +69,7 @@ int har_tune_parse(const char *text, har_tune_row_t *rows, int max_rows, int *ba
         memcpy(line, text, len);
         line[len] = '\0';
         text += len + (text[len] == '\n');
-        har_tune_row_t row;
+        har_plan_tune_row_t row;
         int r = parse_line(line, &row);
         if (r < 0 || (r > 0 && n == max_rows)) {
             *bad_line = line_no;
@@ -80,22 +80,21 @@ int har_tune_parse(const char *text, har_tune_row_t *rows, int max_rows, int *ba
     return n;
 }
 
-int har_tune_fits(const har_tune_row_t *row, int on_device, const char *cls, int local_size, int nodes,
+int har_plan_tune_fits(const har_plan_tune_row_t *row, int on_device, const char *cls, int local_size, int nodes,
                   uint64_t bytes)
 {
     return row->on_device == !!on_device && row->local_size == local_size && row->nodes == (uint32_t)nodes &&
            bytes <= row->max_bytes && (strcmp(row->cls, "*") == 0 || (cls && strcmp(row->cls, cls) == 0));
 }
 
-const har_tune_row_t *har_tune_lookup(const har_tune_row_t *rows, int nrows, int on_device, const char *cls,
-                                      int local_size, int nodes, uint64_t bytes)
-{
+const har_plan_tune_row_t *har_plan_tune_lookup(const har_plan_tune_row_t *rows, int nrows, int on_device,
+                                                const char *cls, int local_size, int nodes, uint64_t bytes) {
     for (int i = 0; i < nrows; i++)
-        if (har_tune_fits(&rows[i], on_device, cls, local_size, nodes, bytes)) return &rows[i];
+        if (har_plan_tune_fits(&rows[i], on_device, cls, local_size, nodes, bytes)) return &rows[i];
     return NULL;
 }
 
-void har_tune_format(const har_tune_row_t *row, char *buf, size_t len)
+void har_plan_tune_format(const har_plan_tune_row_t *row, char *buf, size_t len)
 {
     char max[32] = "inf", choice[96];
     if (row->max_bytes != UINT64_MAX) snprintf(max, sizeof max, "%llu", (unsigned long long)row->max_bytes);
@@ -127,8 +126,8 @@ static char *read_table(const char *path)
     return text;
 }
 
-int har_tune_load(const char *setting, har_tune_row_t *rows, int max_rows, char *source, size_t len, int report)
-{
+int har_plan_tune_load(const char *setting, har_plan_tune_row_t *rows, int max_rows, char *source, size_t len,
+                       int report) {
     int bad = 0, n;
     if (strcmp(setting, "none") == 0) {
         snprintf(source, len, "none (thresholds only)");
@@ -143,7 +142,7 @@ int har_tune_load(const char *setting, har_tune_row_t *rows, int max_rows, char 
                         : errno == EINVAL ? "not a regular file"
                                           : strerror(errno));
         } else {
-            n = har_tune_parse(text, rows, max_rows, &bad);
+            n = har_plan_tune_parse(text, rows, max_rows, &bad);
             free(text);
             if (n >= 0) {
                 snprintf(source, len, "%s", setting);
@@ -154,7 +153,7 @@ int har_tune_load(const char *setting, har_tune_row_t *rows, int max_rows, char 
                         "up_to_bytes choice\" (or more than %d rows); using the built-in table", setting, bad, max_rows);
         }
     }
-    n = har_tune_parse(har_tune_builtin, rows, max_rows, &bad);
+    n = har_plan_tune_parse(har_plan_tune_builtin, rows, max_rows, &bad);
     snprintf(source, len, "built-in");
     return n < 0 ? 0 : n;  /* the built-in table parses: tests/unit/test_plan checks it */
 }

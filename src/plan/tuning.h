@@ -20,28 +20,28 @@ typedef struct {
     uint8_t on_device;
     unsigned choice;
     char cls[HAR_CLASS_LEN];
-} har_tune_row_t;
+} har_plan_tune_row_t;
 
 /* Parses a table (see src/plan/tuning.txt). Returns the number of rows, or
  * -1 with the 1-based number of the first bad line in *bad_line. */
-HAR_HIDDEN int har_tune_parse(const char *text, har_tune_row_t *rows, int max_rows, int *bad_line);
+HAR_HIDDEN int har_plan_tune_parse(const char *text, har_plan_tune_row_t *rows, int max_rows, int *bad_line);
 /* Does the row fit a call of this kind, class, shape and size? */
-HAR_HIDDEN int har_tune_fits(const har_tune_row_t *row, int on_device, const char *cls, int local_size, int nodes,
-                             uint64_t bytes);
+HAR_HIDDEN int har_plan_tune_fits(const har_plan_tune_row_t *row, int on_device, const char *cls, int local_size,
+                                  int nodes, uint64_t bytes);
 /* The first row that fits, or NULL. */
-HAR_HIDDEN const har_tune_row_t *har_tune_lookup(const har_tune_row_t *rows, int nrows, int on_device, const char *cls,
-                                                 int local_size, int nodes, uint64_t bytes);
+HAR_HIDDEN const har_plan_tune_row_t *har_plan_tune_lookup(const har_plan_tune_row_t *rows, int nrows, int on_device,
+                                                           const char *cls, int local_size, int nodes, uint64_t bytes);
 /* The table HAR_TUNING names: "builtin", "none" or a file (read up to
  * HAR_TUNE_MAX_TEXT bytes). A file that cannot be read or parsed is refused
  * (warned about when `report`) and the built-in table serves. `source` says
  * which table it is. Returns the number of rows. */
-HAR_HIDDEN int har_tune_load(const char *setting, har_tune_row_t *rows, int max_rows, char *source, size_t len,
-                             int report);
+HAR_HIDDEN int har_plan_tune_load(const char *setting, har_plan_tune_row_t *rows, int max_rows, char *source,
+                                  size_t len, int report);
 /* Writes a row as the table's text (no newline). */
-HAR_HIDDEN void har_tune_format(const har_tune_row_t *row, char *buf, size_t len);
-HAR_HIDDEN extern const char har_tune_builtin[];
+HAR_HIDDEN void har_plan_tune_format(const har_plan_tune_row_t *row, char *buf, size_t len);
+HAR_HIDDEN extern const char har_plan_tune_builtin[];
 
 /* Turns spaces into '_' and keeps the class within HAR_CLASS_LEN. */
-HAR_HIDDEN void har_class_word(const char *text, char *out, size_t len);
+HAR_HIDDEN void har_plan_class_word(const char *text, char *out, size_t len);
 
 #endif

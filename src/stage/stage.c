@@ -308,7 +308,7 @@ har_status_t har_stage_in(har_stage_t *s)
     for (int i = 0; i < 2; i++) {
         har_span_t *sp = &s->s[i];
         if (sp->host && sp->in &&
-            har_mem_copy(sp->host, HAR_MEM_HOST, sp->user + sp->first, sp->kind, sp->bytes) != HAR_OK) {
+            har_cuda_copy(sp->host, HAR_MEM_HOST, sp->user + sp->first, sp->kind, sp->bytes) != HAR_OK) {
             say_copy_failed();
             s->err = har_error_code(HAR_ERR_CUDA);
             return HAR_ERR_CUDA;
@@ -322,7 +322,7 @@ har_status_t har_stage_out(har_stage_t *s)
     for (int i = 0; i < 2; i++) {
         har_span_t *sp = &s->s[i];
         if (!sp->host || !sp->out) continue;
-        if (har_mem_copy(sp->user + sp->first, sp->kind, sp->host, HAR_MEM_HOST, sp->bytes) != HAR_OK) {
+        if (har_cuda_copy(sp->user + sp->first, sp->kind, sp->host, HAR_MEM_HOST, sp->bytes) != HAR_OK) {
             say_copy_failed();
             s->err = har_error_code(HAR_ERR_CUDA);
             return HAR_ERR_CUDA;

@@ -8,7 +8,7 @@
  *
  * Candidates: "har" (the intercepted MPI_Allreduce), "mpi" (the MPI's own
  * PMPI_Allreduce, on the device buffers where it reduces device memory
- * (har_mpi_cuda_reduce), else staged through host memory around it, as
+ * (har_cuda_mpi_reduce), else staged through host memory around it, as
  * users without a CUDA-aware MPI do: a "# mpi:" line says which and why), and with --device, where NCCL
  * loads (HAR_NCCL names it), "nccl" (ncclAllReduce, then the stream
  * synchronised: the same blocking contract) and "nccl_ring_ll" (NCCL pinned
@@ -291,7 +291,7 @@ static int one_call(const cand_t *c, const void *in, void *buf, size_t n, double
         return MPI_Wait(&persistent[b], MPI_STATUS_IGNORE);
     }
     case RUN_MPI_NB:
-        if (!opt.device || har_mpi_cuda_nonblocking()) {
+        if (!opt.device || har_cuda_mpi_nonblocking()) {
             rc = PMPI_Iallreduce(send, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD, &req);
             if (rc != MPI_SUCCESS) return rc;
             host_compute(compute);
@@ -318,7 +318,7 @@ static int one_call(const cand_t *c, const void *in, void *buf, size_t n, double
     case RUN_MPI:
         /* Device buffers as they are where the MPI reduces device memory
          * (a CUDA-aware MPI: the figure its users compare against). */
-        if (!opt.device || har_mpi_cuda_reduce())
+        if (!opt.device || har_cuda_mpi_reduce())
             return PMPI_Allreduce(send, buf, count, opt.type->type, opt.op, MPI_COMM_WORLD);
         /* Otherwise staged as a user would: the input to host memory, the
          * MPI in place there, the result back. */
@@ -352,7 +352,7 @@ static int one_call(const cand_t *c, const void *in, void *buf, size_t n, double
         /* What any call that launches a kernel and waits for it costs at
          * least: no data, no peers. */
 #ifdef HAR_BENCH_FLOOR
-        if (har_dev_empty(floor_stream) != 0) return MPI_ERR_OTHER;
+        if (har_engine_dev_empty(floor_stream) != 0) return MPI_ERR_OTHER;
         return cudaStreamSynchronize(floor_stream) == cudaSuccess ? MPI_SUCCESS : MPI_ERR_OTHER;
 #endif
         break;
@@ -414,7 +414,7 @@ static void nccl_setup(void)
 {
     const char *lib = getenv("HAR_NCCL") ? getenv("HAR_NCCL") : "libnccl.so.2";
     char why[256] = "";
-    int ok = strcmp(lib, "0") != 0 && har_nccl_load(&nccl.api, lib, why, sizeof why) &&
+    int ok = strcmp(lib, "0") != 0 && har_engine_nccl_load(&nccl.api, lib, why, sizeof why) &&
              cudaStreamCreate(&nccl.stream) == cudaSuccess;
     PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (ok) nccl.ring_ll = nccl_comm(1);
@@ -573,13 +573,13 @@ static void write_table(const size_t *sizes, double med[][MAX_CANDS], double p90
                         const char *cls)
 {
     har_measure_t m[MAX_SIZES * MAX_CANDS];
-    har_tune_row_t shape = {0, (uint32_t)nnodes, (uint16_t)local_size, (uint8_t)opt.device, 0, ""}, rows[64];
+    har_plan_tune_row_t shape = {0, (uint32_t)nnodes, (uint16_t)local_size, (uint8_t)opt.device, 0, ""}, rows[64];
     int n = 0;
     snprintf(shape.cls, sizeof shape.cls, "%s", cls);
     for (int k = 0; k < nsizes; k++)
         for (int c = 0; c < ncands; c++)
             if (med[k][c] > 0) m[n++] = (har_measure_t){sizes[k], cands[c].must_serve, med[k][c], p90[k][c], 1};
-    int nrows = har_tune_derive(m, n, &shape, rows, 64);
+    int nrows = har_plan_tune_derive(m, n, &shape, rows, 64);
     FILE *f = fopen(opt.tune, "w");
     if (!f) die("cannot write the --tuning file");
     time_t now = time(NULL);
@@ -590,7 +590,7 @@ static void write_table(const size_t *sizes, double med[][MAX_CANDS], double p90
             local_size, nnodes, opt.type->name, opt.op_name, opt.device ? "device" : "host");
     fprintf(f, "# memory class ranks_per_node nodes up_to_bytes choice\n");
     for (int r = 0; r < nrows; r++) {
-        har_tune_format(&rows[r], text, sizeof text);
+        har_plan_tune_format(&rows[r], text, sizeof text);
         fprintf(f, "%s\n", text);
     }
     fclose(f);
@@ -624,7 +624,7 @@ static void enqueue_streams(size_t n, void **bufs, void **ins, int iters, double
             double t0 = MPI_Wtime();
             for (int k = 0; k < ENQUEUE_STREAM; k++) {
 #ifdef HAR_BENCH_FLOOR
-                if (kernels && har_dev_empty(enqueue_stream) != 0) die("kernel launch failed");
+                if (kernels && har_engine_dev_empty(enqueue_stream) != 0) die("kernel launch failed");
 #endif
                 double h0 = MPI_Wtime();
                 if (enqueue_one(n, bufs, ins, k) != MPI_SUCCESS) die("har_allreduce_enqueue failed");
@@ -749,7 +749,7 @@ int main(int argc, char **argv)
                opt.out_of_place ? "a send buffer each" : "in place",
                !opt.device ? "host memory" : opt.cuda_first ? "CUDA before MPI_Init" : "host all-reduce before CUDA");
         if (opt.device && !opt.tune && !opt.enqueue) {
-            const har_mpi_answer_t *a = opt.nonblocking ? &har_mpi_cuda()->nonblocking : &har_mpi_cuda()->reduce;
+            const har_cuda_mpi_answer_t *a = opt.nonblocking ? &har_cuda_mpi()->nonblocking : &har_cuda_mpi()->reduce;
             printf("# mpi: the MPI's own %s %s (%s)\n", opt.nonblocking ? "MPI_Iallreduce" : "MPI_Allreduce",
                    a->yes ? "on the device buffers" : "on host copies, staged around it", a->why);
         }

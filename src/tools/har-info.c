@@ -31,7 +31,7 @@
 #define MAX_SHAPES 32
 
 typedef struct {
-    har_tune_row_t shape;
+    har_plan_tune_row_t shape;
     const char *file;
     har_measure_t m[512];
     int n;
@@ -86,7 +86,7 @@ static int derive_tuning(int nfiles, char **files)
             if (n < nn) continue;
             unsigned choice = har_choice_parse(fields[c_cand], HAR_CHOICE_NAMES, &ok);
             if (!ok || !choice) continue;  /* not a tuning candidate */
-            har_tune_row_t shape = {0, (uint32_t)atoi(fields[c_nodes]), (uint16_t)atoi(fields[c_local]),
+            har_plan_tune_row_t shape = {0, (uint32_t)atoi(fields[c_nodes]), (uint16_t)atoi(fields[c_local]),
                                     (uint8_t)(strcmp(fields[c_mem], "device") == 0), 0, ""};
             snprintf(shape.cls, sizeof shape.cls, "%s", fields[c_cls]);
             int s = 0;
@@ -120,11 +120,11 @@ static int derive_tuning(int nfiles, char **files)
     }
     printf("# memory class ranks_per_node nodes up_to_bytes choice\n");
     for (int s = 0; s < nshapes; s++) {
-        har_tune_row_t rows[HAR_TUNE_MAX_ROWS];
+        har_plan_tune_row_t rows[HAR_TUNE_MAX_ROWS];
         char text[256];
-        int n = har_tune_derive(shapes[s].m, shapes[s].n, &shapes[s].shape, rows, HAR_TUNE_MAX_ROWS);
+        int n = har_plan_tune_derive(shapes[s].m, shapes[s].n, &shapes[s].shape, rows, HAR_TUNE_MAX_ROWS);
         for (int r = 0; r < n; r++) {
-            har_tune_format(&rows[r], text, sizeof text);
+            har_plan_tune_format(&rows[r], text, sizeof text);
             printf("%s\n", text);
         }
     }
@@ -139,7 +139,7 @@ static void print_rows(const har_settings_t *s, const char *host_cls, int local_
                        int local_rank)
 {
     char text[256];
-    har_gpu_t gpu;
+    har_cuda_gpu_t gpu;
     memset(&gpu, 0, sizeof gpu);
     int have_dev = har_info_survey(node, local_rank, &gpu);
     const char *dev_cls = gpu.cls, *pipe = getenv("CUDA_MPS_PIPE_DIRECTORY");
@@ -152,17 +152,17 @@ static void print_rows(const har_settings_t *s, const char *host_cls, int local_
                gpu.shared_gpu ? "some ranks share a GPU" : "a GPU per rank",
                gpu.mps ? "serves every rank's contexts" : "does not serve every rank's contexts",
                pipe ? pipe : "unset: /tmp/nvidia-mps");
-        har_gpu_release(&gpu);
+        har_cuda_gpu_release(&gpu);
     }
     printf("tuning table (HAR_TUNING=%s, %d rows; HAR_ALGO=%s):\n", HAR_CFG(tuning).s, s->ntune, HAR_CFG(algo).s);
     for (int i = 0; i < s->ntune; i++) {
-        const har_tune_row_t *r = &s->tune[i];
+        const har_plan_tune_row_t *r = &s->tune[i];
         const char *cls = r->on_device ? (have_dev ? dev_cls : NULL) : host_cls, *why;
         if (strcmp(r->cls, "*") != 0 && (!cls || strcmp(r->cls, cls) != 0)) why = "not here: another machine class";
         else if (r->local_size != local_size || r->nodes != (uint32_t)nnodes)
             why = "not here: another shape";
         else why = "applies here";
-        har_tune_format(r, text, sizeof text);
+        har_plan_tune_format(r, text, sizeof text);
         printf("  %-72s %s\n", text, why);
     }
     if (!s->ntune) printf("  (none: the thresholds decide)\n");
@@ -195,13 +195,13 @@ static void report(void)
     har_info_machine();
     har_nccl_api_t nccl;
     char why[256] = "HAR_NCCL=0";
-    if (strcmp(HAR_CFG(nccl).s, "0") != 0 && har_nccl_load(&nccl, HAR_CFG(nccl).s, why, sizeof why))
+    if (strcmp(HAR_CFG(nccl).s, "0") != 0 && har_engine_nccl_load(&nccl, HAR_CFG(nccl).s, why, sizeof why))
         printf("  NCCL: %d.%d.%d, from %s (device buffers on one node)\n", nccl.version / 10000,
                nccl.version / 100 % 100, nccl.version % 100, HAR_CFG(nccl).s);
     else
         printf("  NCCL: not loadable (%s)\n", why);
-    const har_mpi_facts_t *f = har_mpi_facts();
-    const har_mpi_cuda_t *a = har_mpi_cuda();
+    const har_cuda_mpi_facts_t *f = har_cuda_mpi_facts();
+    const har_cuda_mpi_t *a = har_cuda_mpi();
     printf("MPI and device memory (%s):\n", f->library);
     printf("  it says: MPIX_Query_cuda_support %s, MPIX_GPU_query_support(CUDA) %s, mpi_memory_alloc_kinds %s\n",
            f->cuda_query < 0 ? "absent" : f->cuda_query ? "1" : "0",
@@ -218,7 +218,7 @@ static void report(void)
     if (c && c->mode == HAR_COMM_SERVED) {
         printf("memory per communicator (at most HAR_MAX_COMMS=%lld of them per process):\n", HAR_CFG(max_comms).i);
         printf("  host segment: %zu bytes, shared by the node's %d ranks\n",
-               har_seg_bytes(c->node.local_size, (size_t)c->set.slot_bytes), c->node.local_size);
+               har_node_seg_bytes(c->node.local_size, (size_t)c->set.slot_bytes), c->node.local_size);
         printf("  CUDA IPC engine: %lld bytes of GPU memory per rank (%d slots and flags)\n",
                (c->node.nnodes > 1 ? 3 : 2) * c->set.device_slot_bytes + (long long)HAR_DEV_FLAG_BYTES,
                c->node.nnodes > 1 ? 3 : 2);
@@ -227,9 +227,9 @@ static void report(void)
         /* One process: a node of one rank, with this process's settings. */
         static har_settings_t s;
         char source[HAR_VAR_TEXT], cls[HAR_CLASS_LEN];
-        har_settings_from(&har_cfg, &s);
-        s.ntune = har_tune_load(HAR_CFG(tuning).s, s.tune, HAR_TUNE_MAX_ROWS, source, sizeof source, 1);
-        har_cpu_class(1, cls, sizeof cls);
+        har_plan_settings_from(&har_cfg, &s);
+        s.ntune = har_plan_tune_load(HAR_CFG(tuning).s, s.tune, HAR_TUNE_MAX_ROWS, source, sizeof source, 1);
+        har_node_cpu_class(1, cls, sizeof cls);
         print_rows(&s, cls, 1, 1, MPI_COMM_SELF, 0);
     }
     printf("variables:\n");
@@ -257,7 +257,7 @@ int main(int argc, char **argv)
     }
     if (argc > 2 && strcmp(argv[1], "--derive-tuning") == 0) return derive_tuning(argc - 2, argv + 2);
     if (argc > 1 && strcmp(argv[1], "--clean") == 0) {
-        int removed = har_seg_clean(HAR_LOG_WARN);
+        int removed = har_node_seg_clean(HAR_LOG_WARN);
         printf("har-info --clean: %d stale segment(s) removed from /dev/shm\n", removed);
         return 0;
     }

@@ -52,7 +52,7 @@ int main(int argc, char **argv)
     for (size_t bytes = 64 << 10; bytes <= max; bytes *= 4) {
         printf("%12zu %12.1f", bytes, 2.0 * (double)bytes / time_op(NULL, a, b, bytes, 1) * 1e-9);
         for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
-            har_reduce_t r = har_reduce_lookup(ops[k].t, ops[k].op);
+            har_reduce_t r = har_host_reduce_lookup(ops[k].t, ops[k].op);
             printf(" %13.1f", 3.0 * (double)bytes / time_op(r.fn, a, b, bytes, r.elem_size) * 1e-9);
         }
         printf("\n");

@@ -7,7 +7,7 @@
 
 /* This node's GPUs, surveyed as har does at a communicator's first call on
  * device buffers; collective over MPI_COMM_WORLD. 0 if none is visible. */
-int har_info_survey(MPI_Comm node, int local_rank, har_gpu_t *gpu);
+int har_info_survey(MPI_Comm node, int local_rank, har_cuda_gpu_t *gpu);
 /* "  machine: N cores, M NUMA nodes (hwloc V)", from hwloc where built in. */
 void har_info_machine(void);
 /* har-info --topology; collective over MPI_COMM_WORLD, rank 0 prints. */

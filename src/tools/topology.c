@@ -108,8 +108,8 @@ static int probe(int a, int b)
              cudaMemcpy(there, want, 16, cudaMemcpyHostToDevice) == cudaSuccess && cudaSetDevice(a) == cudaSuccess;
     cudaError_t e = ok ? cudaDeviceEnablePeerAccess(b, 0) : cudaErrorUnknown;
     ok = ok && (e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled) && cudaMalloc(&out, 16) == cudaSuccess &&
-         har_dev_probe(there, out, NULL) == cudaSuccess && cudaMemcpy(got, out, 16, cudaMemcpyDeviceToHost) == cudaSuccess &&
-         memcmp(got, want, 16) == 0;
+         har_engine_dev_probe(there, out, NULL) == cudaSuccess &&
+         cudaMemcpy(got, out, 16, cudaMemcpyDeviceToHost) == cudaSuccess && memcmp(got, want, 16) == 0;
     cudaFree(out);
     cudaSetDevice(b);
     cudaFree(there);
@@ -157,10 +157,10 @@ static void my_row(int world, int local, rank_row_t *r)
     r->world = world;
     r->local = local;
     r->ordinal = r->numa = -1;
-    snprintf(r->host, sizeof r->host, "%s", har_host());
+    snprintf(r->host, sizeof r->host, "%s", har_hostname());
     if (sched_getaffinity(0, sizeof set, &set) == 0) cpu_list(&set, r->my_cpus, sizeof r->my_cpus);
 #ifdef HAR_HAVE_CUDA
-    const har_cu_device_api_t *cu = har_cu_device_api();
+    const har_cuda_device_api_t *cu = har_cuda_device_api();
     CUdevice dev;
     CUuuid u;
     if (!cu || cu->device_get_count(&r->gpus) != CUDA_SUCCESS || r->gpus < 1) return;
@@ -171,8 +171,8 @@ static void my_row(int world, int local, rank_row_t *r)
         return;
     if (cu->device_get_attribute(&r->mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, dev) != CUDA_SUCCESS) r->mps = 0;
     for (int i = 0; i < 16; i++) snprintf(r->uuid + 2 * i, 3, "%02x", u.bytes[i]);
-    r->numa = har_pci_numa_node("/sys", r->bus);
-    har_pci_cpus("/sys", r->bus, r->gpu_cpus, sizeof r->gpu_cpus);
+    r->numa = har_host_pci_numa_node("/sys", r->bus);
+    har_host_pci_cpus("/sys", r->bus, r->gpu_cpus, sizeof r->gpu_cpus);
 #endif
 }
 
@@ -181,7 +181,7 @@ static int pairs_of(int ngpus, int measure, pair_row_t *pairs, int max)
 {
     int n = 0;
 #ifdef HAR_HAVE_CUDA
-    const har_cu_device_api_t *cu = har_cu_device_api();
+    const har_cuda_device_api_t *cu = har_cuda_device_api();
     int have_nvml = nvml_open();
     for (int a = 0; cu && a < ngpus; a++)
         for (int b = a + 1; b < ngpus && n < max; b++) {
@@ -233,7 +233,7 @@ void har_info_machine(void)
 /* This node's GPUs, surveyed as har does at a communicator's first call on
  * device buffers (its class, shared GPUs, MPS): loads the driver here (har
  * itself never does), which makes no context. */
-int har_info_survey(MPI_Comm node, int local_rank, har_gpu_t *gpu)
+int har_info_survey(MPI_Comm node, int local_rank, har_cuda_gpu_t *gpu)
 {
 #ifdef HAR_HAVE_CUDA
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
@@ -247,7 +247,7 @@ int har_info_survey(MPI_Comm node, int local_rank, har_gpu_t *gpu)
     ctx.notice_req = MPI_REQUEST_NULL;
     PMPI_Comm_rank(node, &ctx.local_rank);
     PMPI_Comm_size(node, &ctx.local_size);
-    return ok && har_gpu_survey(&ctx, local_rank % n, gpu) == HAR_OK;
+    return ok && har_cuda_survey(&ctx, local_rank % n, gpu) == HAR_OK;
 #else
     (void)node; (void)local_rank; (void)gpu;
     return 0;
@@ -286,7 +286,7 @@ int har_info_topology(int json, int measure)
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
     PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world, MPI_INFO_NULL, &node);
     PMPI_Comm_rank(node, &local);
-    har_gpu_t gpu;
+    har_cuda_gpu_t gpu;
     memset(&gpu, 0, sizeof gpu);
     int have_gpu = har_info_survey(node, local, &gpu);  /* loads the driver, as an application would */
     rank_row_t mine, *rows = world == 0 ? calloc((size_t)size, sizeof *rows) : NULL;
@@ -299,12 +299,13 @@ int har_info_topology(int json, int measure)
     int local_size;
     PMPI_Comm_size(node, &local_size);
     har_settings_t s;
-    har_settings_from(&har_cfg, &s);
+    har_plan_settings_from(&har_cfg, &s);
     har_plan_in_t in = {1 << 20, 4, local_size, 1, 1, 1, gpu.shared_gpu, HAR_DT_F32, HAR_OP_SUM, har_engine_set(),
                         ~0u, 0, gpu.cls, 0};
     char why_not[HAR_PATH_COUNT][96] = {{0}}, nccl_why[256];
     har_nccl_api_t api;
-    int nccl_loads = strcmp(HAR_CFG(nccl).s, "0") != 0 && har_nccl_load(&api, HAR_CFG(nccl).s, nccl_why, sizeof nccl_why);
+    int nccl_loads =
+        strcmp(HAR_CFG(nccl).s, "0") != 0 && har_engine_nccl_load(&api, HAR_CFG(nccl).s, nccl_why, sizeof nccl_why);
     for (int e = 0; e < HAR_PATH_COUNT; e++) {
         const har_engine_traits_t *t = har_engine_set()->by_path[e];
         const char *why = t ? har_plan_why_not(t, &in, &s) : "not built";
@@ -390,7 +391,7 @@ int har_info_topology(int json, int measure)
         }
     }
     free(rows);
-    har_gpu_release(&gpu);
+    har_cuda_gpu_release(&gpu);
     PMPI_Comm_free(&node);
     return 0;
 }

@@ -59,7 +59,7 @@ int main()
             CHECK(cudaEventRecord(t0, s[0]));
             CHECK(cudaStreamWaitEvent(s[1], t0, 0));
             for (int it = 0; it < CALLS; it++) {
-                har_dev_args_t a[2];
+                har_engine_dev_args_t a[2];
                 unsigned parity = seq++ & 1;
                 for (int r = 0; r < 2; r++) {
                     memset(&a[r], 0, sizeof a[r]);
@@ -82,9 +82,9 @@ int main()
                     }
                 }
                 epoch += 2;
-                int blocks = har_dev_blocks(bytes, HAR_DEV_MAX_BLOCKS);
-                CHECK((cudaError_t)har_dev_launch(&a[0], blocks, s[0]));
-                CHECK((cudaError_t)har_dev_launch(&a[1], blocks, s[1]));
+                int blocks = har_engine_dev_blocks(bytes, HAR_DEV_MAX_BLOCKS);
+                CHECK((cudaError_t)har_engine_dev_launch(&a[0], blocks, s[0]));
+                CHECK((cudaError_t)har_engine_dev_launch(&a[1], blocks, s[1]));
             }
             CHECK(cudaEventRecord(done1, s[1]));
             CHECK(cudaStreamWaitEvent(s[0], done1, 0));

@@ -106,10 +106,10 @@ int main(int argc, char **argv)
     int me = ctx.local_rank, n = ctx.local_size, ordinal = my_ordinal(file);
     CHECK(ordinal >= 0, "%s has no line \"rank %d gpu N\"", file, world_rank);
 
-    har_gpu_t gpu;
+    har_cuda_gpu_t gpu;
     char found[HAR_CLASS_LEN] = "?";
-    har_status_t st = har_gpu_survey(&ctx, ordinal, &gpu);
-    CHECK(st == HAR_OK, "har_gpu_survey failed: %d", (int)st);
+    har_status_t st = har_cuda_survey(&ctx, ordinal, &gpu);
+    CHECK(st == HAR_OK, "har_cuda_survey failed: %d", (int)st);
     if (st == HAR_OK) {
         snprintf(found, sizeof found, "%s", gpu.cls);
         int want_same = same[me < nsame ? me : nsame - 1];
@@ -139,7 +139,7 @@ int main(int argc, char **argv)
         MPI_Bcast(&first, (int)sizeof first, MPI_BYTE, 0, node);
         CHECK(memcmp(&first, &mine, sizeof mine) == 0, "local rank %d disagrees with local rank 0 (class %s, %s)", me,
               gpu.cls, first.cls);
-        har_gpu_release(&gpu);
+        har_cuda_gpu_release(&gpu);
     }
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

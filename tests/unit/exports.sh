@@ -42,7 +42,7 @@ tap_result $? "versioned soname, no link to CUDA libraries" "$tmp/deps"
 # Test hooks live in the test build only: the installed library knows no
 # test variable (their names are fields of the configuration table) and
 # exports no har_test_* symbol.
-hooks='har_engine_fake\|test_corrupt\|test_ipc_fail\|test_nccl_fail\|test_cuda_at\|test_kill\|test_no_socket\|test_gpus\|test_stage\|har_gpu_recorded'
+hooks='har_engine_fake\|test_corrupt\|test_ipc_fail\|test_nccl_fail\|test_cuda_at\|test_kill\|test_no_socket\|test_gpus\|test_stage\|har_cuda_recorded'
 { strings "$so" | grep "$hooks"; nm -D --defined-only "$so" | grep ' har_test_'; } > "$tmp/hooks"
 [ ! -s "$tmp/hooks" ]
 tap_result $? "the installed libhar carries no test hook" "$tmp/hooks"

@@ -1,17 +1,17 @@
 /* Unit test of the pure planning functions (src/plan/).
  *
- * har_shard: every rank computes every shard's place on its own, so the
+ * har_plan_shard: every rank computes every shard's place on its own, so the
  * layout must tile [0, n) exactly, keep shards apart by whole 64-byte units
  * (two writers never share a cache line) and stay balanced.
- * har_chunk_elems: chunks that fill a slot with whole units.
+ * har_plan_chunk_elems: chunks that fill a slot with whole units.
  * har_plan: against a reference written here from the rules as the README
  * states them (forced choice where a plan meets it, the table's row where
  * one fits, else the thresholds), over sizes, shapes, memory kinds, engines
  * on offer and forced choices; the paths and chunk of every plan. The plan
  * reads the engines' descriptors as this build registers them (the test
  * build's fake engine among them); the reference knows their rules apart.
- * har_tune_parse/lookup: the row format, machine classes, bad lines.
- * har_tune_derive: the rule that makes rows from measurements, on noise,
+ * har_plan_tune_parse/lookup: the row format, machine classes, bad lines.
+ * har_plan_tune_derive: the rule that makes rows from measurements, on noise,
  * clear winners, dropped candidates and the committed style of data.
  * har_plan_grid: the kernels' grid never asks more blocks of a GPU than fit
  * at once, over every rank that may share it.
@@ -50,7 +50,7 @@ static void check_shards(size_t n, size_t elem, int parts)
     unsigned long before = failures;
     for (int i = 0; i < parts && failures == before; i++) {
         size_t off, len;
-        har_shard(n, elem, parts, i, &off, &len);
+        har_plan_shard(n, elem, parts, i, &off, &len);
         CHECK(off == end, "n=%zu elem=%zu parts=%d: shard %d starts at %zu, previous ended at %zu",
               n, elem, parts, i, off, end);
         CHECK(len <= n && off <= n - len, "n=%zu elem=%zu parts=%d: shard %d [%zu, +%zu) runs past n",
@@ -72,7 +72,7 @@ static void check_shards(size_t n, size_t elem, int parts)
 /* Chunks fill a slot with whole units, and always make progress. */
 static void check_chunk(size_t slot, size_t elem)
 {
-    size_t bytes = har_chunk_elems(slot, elem) * elem;
+    size_t bytes = har_plan_chunk_elems(slot, elem) * elem;
     CHECK(bytes > 0 && bytes % ALIGN == 0, "elem=%zu slot=%zu: chunk of %zu bytes", elem, slot, bytes);
     if (slot >= ALIGN)
         CHECK(bytes <= slot && bytes > slot - ALIGN,
@@ -149,7 +149,7 @@ static void keep_meeting(unsigned *c, int *n, unsigned want)
 /* The plan the README promises: among what can serve, in the thresholds'
  * order, those meeting the forced choice (if any do), then those meeting
  * the table's row (if any do); the first. */
-static unsigned reference(const har_plan_in_t *in, const har_settings_t *s, const har_tune_row_t *row)
+static unsigned reference(const har_plan_in_t *in, const har_settings_t *s, const har_plan_tune_row_t *row)
 {
     unsigned order[16], cand[16];
     int n = thresholds_order(in, s, order), m = 0;
@@ -166,14 +166,14 @@ static unsigned reference(const har_plan_in_t *in, const har_settings_t *s, cons
 static void check_plan(const har_plan_in_t *in, const har_settings_t *s)
 {
     har_plan_t p = har_plan(in, s);
-    const har_tune_row_t *row = har_tune_lookup(s->tune, s->ntune, in->on_device, in->cls, in->local_size,
+    const har_plan_tune_row_t *row = har_plan_tune_lookup(s->tune, s->ntune, in->on_device, in->cls, in->local_size,
                                                 in->nnodes, in->bytes);
     check_mode = s->check;
     unsigned want = reference(in, s, row);
     unsigned got = p.paths & (HOST1 | HOST2 | IPC1 | IPC2 | B(PUSH) | B(NCCL) | FAKE | B(MPI));
     CHECK(got == want, "bytes=%" PRIu64 " local=%d nodes=%d uniform=%d device=%d engines=%#x forced=%#x check=%d "
           "row=%s: got %#x, want %#x", in->bytes, in->local_size, in->nnodes, in->uniform, in->on_device, in->engines,
-          in->forced, s->check, row ? "yes" : "no", got, want);
+          in->forced, (int)s->check, row ? "yes" : "no", got, want);
     int engine_bit = 1u << p.engine;
     CHECK((p.paths & engine_bit) && (p.engine == HAR_PATH_MPI || har_engine_set()->by_path[p.engine]),
           "plan engine %d not among its paths %#x", p.engine, p.paths);
@@ -202,7 +202,7 @@ static void check_plan(const har_plan_in_t *in, const har_settings_t *s)
                    !s->check && p.engine == HAR_PATH_HOST_SEGMENT;
     CHECK(p.streamed == streamed && !!(p.paths & B(STREAMED)) == streamed,
           "streamed %d, paths %#x; want %d (local %d, uniform %d, host buffers %d, transport %d, engine %d, check %d)",
-          p.streamed, p.paths, streamed, in->local_size, in->uniform, in->host_buffers, p.inter, p.engine, s->check);
+          p.streamed, p.paths, streamed, in->local_size, in->uniform, in->host_buffers, p.inter, p.engine, (int)s->check);
     size_t host = (size_t)s->slot_bytes, dev = (size_t)s->device_slot_bytes;
     size_t chunk = in->nnodes > 1 ? (host < dev ? host : dev) : p.engine == HAR_PATH_IPC ? dev : host;
     CHECK(p.chunk_bytes == chunk, "chunk %zu, want %zu", p.chunk_bytes, chunk);
@@ -260,7 +260,7 @@ static void check_table(void)
     har_settings_t s = {.slot_bytes = 1 << 20, .device_slot_bytes = 32 << 20, .one_shot_max = 16384, .inter_path = HAR_PATH_RING,
                         .device_one_shot_max = 262144, .device_host_max = 131072};
     int bad = 0;
-    s.ntune = har_tune_parse(table, s.tune, HAR_TUNE_MAX_ROWS, &bad);
+    s.ntune = har_plan_tune_parse(table, s.tune, HAR_TUNE_MAX_ROWS, &bad);
     CHECK(s.ntune == 6, "table: %d rows, want 6 (bad line %d)", s.ntune, bad);
     unsigned all = B(HOST_SEGMENT) | B(IPC) | B(NCCL);
     struct { uint64_t bytes; int local, nodes, device; unsigned engines; const char *cls; unsigned want; } cases[] = {
@@ -305,42 +305,42 @@ static void check_table(void)
         "device X 2 1 1e3 nccl\n", "device X 2 1 nccl\n", "device 2 1 10 nccl\n", "device X 2 1 10 ipc+ring\n",
         "device X 2 1 10 ipc++one_shot\n", "# fine\ndevice X 2 1 10 nccl\nhost x 1 10 mpi\n"};
     static const int bad_lines[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3};
-    har_tune_row_t rows[HAR_TUNE_MAX_ROWS];
+    har_plan_tune_row_t rows[HAR_TUNE_MAX_ROWS];
     for (size_t i = 0; i < sizeof bad_tables / sizeof bad_tables[0]; i++) {
         bad = 0;
-        int n = har_tune_parse(bad_tables[i], rows, HAR_TUNE_MAX_ROWS, &bad);
+        int n = har_plan_tune_parse(bad_tables[i], rows, HAR_TUNE_MAX_ROWS, &bad);
         CHECK(n == -1 && bad == bad_lines[i], "bad table %zu: %d rows, bad line %d (want -1, line %d)", i, n, bad,
               bad_lines[i]);
     }
     /* More rows than fit. */
     char big[64 * 40] = "";
     for (int i = 0; i <= HAR_TUNE_MAX_ROWS; i++) strcat(big, "host * 2 1 10 mpi\n");
-    CHECK(har_tune_parse(big, rows, HAR_TUNE_MAX_ROWS, &bad) == -1 && bad == HAR_TUNE_MAX_ROWS + 1,
+    CHECK(har_plan_tune_parse(big, rows, HAR_TUNE_MAX_ROWS, &bad) == -1 && bad == HAR_TUNE_MAX_ROWS + 1,
           "a table of %d rows was accepted", HAR_TUNE_MAX_ROWS + 1);
     /* A row formats back to the text it came from. */
     char text[256];
-    har_tune_format(&s.tune[1], text, sizeof text);
+    har_plan_tune_format(&s.tune[1], text, sizeof text);
     CHECK(strcmp(text, "device GPU_A/nvlink 2 1 100000 nccl") == 0, "row formatted as '%s'", text);
     /* The shipped table parses. */
-    CHECK(har_tune_parse(har_tune_builtin, rows, HAR_TUNE_MAX_ROWS, &bad) >= 0, "the built-in table: bad line %d",
-          bad);
+    CHECK(har_plan_tune_parse(har_plan_tune_builtin, rows, HAR_TUNE_MAX_ROWS, &bad) >= 0,
+          "the built-in table: bad line %d", bad);
 }
 
 /* ---- the tuning rule ------------------------------------------------------- */
 
 typedef struct { uint64_t bytes; unsigned choice; double median, p90; } meas_t;
 
-static int derive(const meas_t *m, int n, har_tune_row_t *rows)
+static int derive(const meas_t *m, int n, har_plan_tune_row_t *rows)
 {
     har_measure_t in[64];
     for (int i = 0; i < n; i++) in[i] = (har_measure_t){m[i].bytes, m[i].choice, m[i].median, m[i].p90, 1};
-    har_tune_row_t shape = {0, 1, 2, 0, 0, "C/1"};
-    return har_tune_derive(in, n, &shape, rows, HAR_TUNE_MAX_ROWS);
+    har_plan_tune_row_t shape = {0, 1, 2, 0, 0, "C/1"};
+    return har_plan_tune_derive(in, n, &shape, rows, HAR_TUNE_MAX_ROWS);
 }
 
 static void check_derive(void)
 {
-    har_tune_row_t rows[HAR_TUNE_MAX_ROWS];
+    har_plan_tune_row_t rows[HAR_TUNE_MAX_ROWS];
     /* Noise: B is 3% faster at some sizes, A at others; A won the first. */
     meas_t noise[] = {{4, HOST1, 1.00, 1.10}, {4, B(MPI), 1.02, 1.12},  {8, HOST1, 1.03, 1.13},
                       {8, B(MPI), 1.00, 1.10}, {16, HOST1, 1.00, 1.10}, {16, B(MPI), 0.97, 1.07},
@@ -372,8 +372,8 @@ static void check_derive(void)
               rows[1].max_bytes == 8 && rows[2].choice == HOST2, "last size and dropped winner: %d rows", n);
     /* Failed measurements never win. */
     har_measure_t failed[] = {{4, HOST1, 1.0, 1.1, 0}, {4, HOST2, 2.0, 2.1, 1}};
-    har_tune_row_t shape = {0, 1, 2, 0, 0, "C/1"};
-    n = har_tune_derive(failed, 2, &shape, rows, HAR_TUNE_MAX_ROWS);
+    har_plan_tune_row_t shape = {0, 1, 2, 0, 0, "C/1"};
+    n = har_plan_tune_derive(failed, 2, &shape, rows, HAR_TUNE_MAX_ROWS);
     CHECK(n == 1 && rows[0].choice == HOST2, "a failed candidate won");
 }
 
@@ -452,7 +452,7 @@ int main(int argc, char **argv)
     check_grid();
     har_config_load(0);
     har_settings_t env;
-    har_settings_from(&har_cfg, &env);
+    har_plan_settings_from(&har_cfg, &env);
     sweep_plans(&env);
 
     printf("test_plan: %s: %lu checks, %lu failed (seed %" PRIu64 ")\n",

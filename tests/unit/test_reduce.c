@@ -1,7 +1,7 @@
 /* Unit test of the typed reductions (src/host/reduce.c) against a reference
  * written here independently.
  *
- * har_reduce_lookup must serve exactly the (type, op) pairs the MPI standard
+ * har_host_reduce_lookup must serve exactly the (type, op) pairs the MPI standard
  * allows among the types har handles, and decline everything else (the call
  * then goes to the MPI, which knows the rest). Every function it returns is
  * run on odd lengths, extreme values and guarded buffers. Integers wrap like
@@ -289,7 +289,7 @@ int main(int argc, char **argv)
         for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
             const type_case_t *t = &types[ti];
             const op_case_t *o = &ops[oi];
-            har_reduce_t r = har_reduce_lookup(t->type, o->op);
+            har_reduce_t r = har_host_reduce_lookup(t->type, o->op);
             int want = allowed(t->kind, o->id);
             CHECK(!!r.fn == want, "%s %s: lookup %s a function", t->name, o->name,
                   r.fn ? "returned" : "did not return");

@@ -19,7 +19,7 @@
  *           which may still deliver its data), stops one in call 5 and any
  *           wait that is no exchange as left, and the time-out still holds.
  *  named    the fallback's named segment left by a creator that died before
- *           unlinking it is removed by har_seg_clean; a live one is not.
+ *           unlinking it is removed by har_node_seg_clean; a live one is not.
  *  records  har_node_records_differ (node/failure.c), as a rank testing a
  *           call gone ahead runs it: a peer's record of the same call that
  *           differs is found; one not yet posted and one of a later call
@@ -103,13 +103,13 @@ typedef struct {
 } child_t;
 
 /* Runs in each child once every child has attached; returns its exit code. */
-typedef int (*body_fn)(har_seg_t *seg);
+typedef int (*body_fn)(har_node_seg_t *seg);
 
 static void child_main(int fd, int rank, int ready_fd, int go_fd, body_fn body)
 {
     alarm(SAFETY_S);
-    har_seg_t seg;
-    char ok = har_seg_attach(&seg, dup(fd), rank) == HAR_OK ? '1' : '0';
+    har_node_seg_t seg;
+    char ok = har_node_seg_attach(&seg, dup(fd), rank) == HAR_OK ? '1' : '0';
     close(fd);
     if (write(ready_fd, &ok, 1) != 1 || ok != '1') _exit(1);
     /* The waits below start once every rank has attached: a rank that has
@@ -118,7 +118,7 @@ static void child_main(int fd, int rank, int ready_fd, int go_fd, body_fn body)
     char go;
     if (read(go_fd, &go, 1) != 1) _exit(1);
     int rc = body(&seg);
-    har_seg_detach(&seg);
+    har_node_seg_detach(&seg);
     _exit(rc);
 }
 
@@ -128,7 +128,7 @@ static void child_main(int fd, int rank, int ready_fd, int go_fd, body_fn body)
  * whose bit is set in `capture` have their stderr kept in kids[i].err. */
 static int start(int n, size_t slot_bytes, body_fn body, unsigned capture, child_t *kids)
 {
-    int ready[2], go[2], fd = har_seg_create(n, slot_bytes);
+    int ready[2], go[2], fd = har_node_seg_create(n, slot_bytes);
     if (fd < 0) {
         FAIL("cannot create a segment");
         return -1;
@@ -246,12 +246,12 @@ static uint64_t reduced(uint64_t epoch, size_t k)
 
 /* Header, control lines and slots lie inside the mapping, apart, and on
  * HAR_LINE boundaries, so that no two writers share a cache line. */
-static int check_layout(const har_seg_t *seg)
+static int check_layout(const har_node_seg_t *seg)
 {
     size_t slot = (HAPPY_SLOT + HAR_LINE - 1) / HAR_LINE * HAR_LINE;
     size_t ctl = (sizeof(har_ctl_t) + HAR_LINE - 1) / HAR_LINE * HAR_LINE;
     if (seg->nranks != HAPPY_RANKS || seg->slot_bytes != slot || seg->my_epoch != 0 ||
-        seg->size < har_seg_bytes(HAPPY_RANKS, HAPPY_SLOT)) {
+        seg->size < har_node_seg_bytes(HAPPY_RANKS, HAPPY_SLOT)) {
         FAIL("rank %d: nranks %d, slot %zu bytes, epoch %" PRIu64 ", mapping %zu bytes", seg->me,
              seg->nranks, seg->slot_bytes, seg->my_epoch, seg->size);
         return 1;
@@ -261,10 +261,10 @@ static int check_layout(const har_seg_t *seg)
     part[np].p = seg->base;
     part[np++].len = HAR_LINE;
     for (int r = 0; r < HAPPY_RANKS; r++) {
-        part[np].p = (const char *)har_seg_ctl(seg, r);
+        part[np].p = (const char *)har_node_seg_ctl(seg, r);
         part[np++].len = ctl;
         for (unsigned parity = 0; parity < 2; parity++) {
-            part[np].p = har_seg_slot(seg, r, parity);
+            part[np].p = har_node_seg_slot(seg, r, parity);
             part[np++].len = slot;
         }
     }
@@ -283,31 +283,31 @@ static int check_layout(const har_seg_t *seg)
     return 0;
 }
 
-static int happy_body(har_seg_t *seg)
+static int happy_body(har_node_seg_t *seg)
 {
     int me = seg->me;
     double deadline = now() + HAPPY_MAX_S;
     if (check_layout(seg)) return 1;
     uint64_t rs = seed ^ (uint64_t)(me + 1) * 0x9E3779B97F4A7C15ull;
     size_t off[HAPPY_RANKS], len[HAPPY_RANKS];
-    for (int r = 0; r < HAPPY_RANKS; r++) har_shard(HAPPY_WORDS, 8, HAPPY_RANKS, r, &off[r], &len[r]);
+    for (int r = 0; r < HAPPY_RANKS; r++) har_plan_shard(HAPPY_WORDS, 8, HAPPY_RANKS, r, &off[r], &len[r]);
 
     int last = 0;
     for (uint64_t e = 1; !last; e++) {
         unsigned parity = e & 1;
-        uint64_t *mine = (uint64_t *)har_seg_slot(seg, me, parity);
+        uint64_t *mine = (uint64_t *)har_node_seg_slot(seg, me, parity);
         /* Input: plain stores, published by the release in the signal. */
         for (size_t k = 0; k < HAPPY_WORDS; k++) mine[k] = input(e, me, k);
         if (me == 0) mine[HAPPY_WORDS] = e << 1 | (e == HAPPY_EPOCHS || now() > deadline);
         maybe_delay(&rs);
-        uint64_t target = har_seg_signal(seg);
+        uint64_t target = har_node_seg_signal(seg);
         int culprit;
-        har_status_t rc = har_seg_wait_all(seg, target, 0.0, &culprit);
+        har_status_t rc = har_node_seg_wait_all(seg, target, 0.0, &culprit);
         if (target != 2 * e - 1 || rc != HAR_OK) {
             FAIL("rank %d epoch %" PRIu64 ": input step reached epoch %" PRIu64 ", wait gave %d", me, e, target, rc);
             return 1;
         }
-        uint64_t stop = ((const uint64_t *)har_seg_slot(seg, 0, parity))[HAPPY_WORDS];
+        uint64_t stop = ((const uint64_t *)har_node_seg_slot(seg, 0, parity))[HAPPY_WORDS];
         if (stop >> 1 != e) {
             FAIL("rank %d epoch %" PRIu64 ": rank 0's stop word is %#" PRIx64, me, e, stop);
             return 1;
@@ -318,7 +318,7 @@ static int happy_body(har_seg_t *seg)
             uint64_t sum = mine[k];
             for (int r = 0; r < HAPPY_RANKS; r++) {
                 if (r == me) continue;
-                uint64_t v = ((const uint64_t *)har_seg_slot(seg, r, parity))[k];
+                uint64_t v = ((const uint64_t *)har_node_seg_slot(seg, r, parity))[k];
                 if (v != input(e, r, k)) {
                     FAIL("rank %d epoch %" PRIu64 ": input word %zu of rank %d is %#" PRIx64 ", want %#" PRIx64,
                          me, e, k, r, v, input(e, r, k));
@@ -329,8 +329,8 @@ static int happy_body(har_seg_t *seg)
             mine[k] = sum;
             if (k == off[me]) maybe_delay(&rs);  /* a slow reducer: others must wait for its shard */
         }
-        target = har_seg_signal(seg);
-        rc = har_seg_wait_all(seg, target, 0.0, &culprit);
+        target = har_node_seg_signal(seg);
+        rc = har_node_seg_wait_all(seg, target, 0.0, &culprit);
         if (rc != HAR_OK) {
             FAIL("rank %d epoch %" PRIu64 ": shard step wait gave %d", me, e, rc);
             return 1;
@@ -339,7 +339,7 @@ static int happy_body(har_seg_t *seg)
          * this slot again only two epochs on, after it has seen this rank's
          * next input signal, so a slow reader must still find this epoch. */
         for (int r = 0; r < HAPPY_RANKS; r++) {
-            const uint64_t *theirs = (const uint64_t *)har_seg_slot(seg, r, parity);
+            const uint64_t *theirs = (const uint64_t *)har_node_seg_slot(seg, r, parity);
             for (size_t k = off[r]; k < off[r] + len[r]; k++)
                 if (theirs[k] != reduced(e, k)) {
                     FAIL("rank %d epoch %" PRIu64 ": reduced word %zu from rank %d is %#" PRIx64 ", want %#" PRIx64,
@@ -377,7 +377,7 @@ static void test_happy(double *secs)
 #define VICTIM 2
 enum { SAW_DEAD = 0, SAW_FAILED = 2 };  /* exit codes of the waiters; 1 is a failure */
 
-static int death_body(har_seg_t *seg)
+static int death_body(har_node_seg_t *seg)
 {
     if (seg->me == VICTIM) {
         usleep(100000);  /* let the others start waiting */
@@ -386,7 +386,7 @@ static int death_body(har_seg_t *seg)
     }
     double t0 = now();
     int culprit = -1;
-    har_status_t rc = har_seg_wait(seg, VICTIM, 1, 0.0 /* no timeout: liveness alone must end it */, &culprit);
+    har_status_t rc = har_node_seg_wait(seg, VICTIM, 1, 0.0 /* no timeout: liveness alone must end it */, &culprit);
     double dt = now() - t0;
     if (dt > 10.0) {
         FAIL("rank %d: the wait took %.1f s", seg->me, dt);
@@ -395,10 +395,10 @@ static int death_body(har_seg_t *seg)
     if (rc == HAR_ERR_PEER_DEAD && culprit == VICTIM) {
         /* As the node layer does: record it, so the other waiter stops. */
         har_failure_t why = {HAR_ERR_PEER_DEAD, 100 + culprit, 200 + culprit, seg->me, 7, "input", "here", ""};
-        har_seg_fail(seg, &why);
+        har_node_seg_fail(seg, &why);
         return SAW_DEAD;
     }
-    const har_failure_t *why = har_seg_failure(seg);
+    const har_failure_t *why = har_node_seg_failure(seg);
     if (rc == HAR_ERR_PEER_FAILED && why && why->culprit == 100 + VICTIM && why->status == HAR_ERR_PEER_DEAD)
         return SAW_FAILED;
     FAIL("rank %d: wait on the dead peer gave %d (culprit %d, record %s)", seg->me, rc, culprit, why ? "yes" : "no");
@@ -433,13 +433,13 @@ static void test_death(double *secs)
 
 #define TIMEOUT_S 1.0
 
-static int timeout_body(har_seg_t *seg)
+static int timeout_body(har_node_seg_t *seg)
 {
     if (seg->me == 1)
         for (;;) pause();  /* alive, never arrives; the parent kills it */
     double t0 = now();
     int culprit = -1;
-    har_status_t rc = har_seg_wait(seg, 1, 1, TIMEOUT_S, &culprit);
+    har_status_t rc = har_node_seg_wait(seg, 1, 1, TIMEOUT_S, &culprit);
     double dt = now() - t0;
     if (rc != HAR_ERR_TIMEOUT || culprit != 1 || dt < TIMEOUT_S || dt >= 10.0) {
         FAIL("wait with a %.1f s timeout gave %d after %.2f s", TIMEOUT_S, rc, dt);
@@ -464,14 +464,14 @@ static void test_timeout(double *secs)
 
 static void test_late(void)
 {
-    int fd = har_seg_create(2, 4096), culprit = -1;
-    har_seg_t seg;
-    if (fd < 0 || har_seg_attach(&seg, dup(fd), 0) != HAR_OK) {
+    int fd = har_node_seg_create(2, 4096), culprit = -1;
+    har_node_seg_t seg;
+    if (fd < 0 || har_node_seg_attach(&seg, dup(fd), 0) != HAR_OK) {
         FAIL("cannot make and attach a segment");
         if (fd >= 0) close(fd);
         return;
     }
-    har_status_t st = har_seg_check_peers(&seg, HAR_SEG_NO_EXCHANGE, har_seg_now(), 0, 1, &culprit);
+    har_status_t st = har_node_seg_poll_peers(&seg, HAR_SEG_NO_EXCHANGE, har_node_seg_now(), 0, 1, &culprit);
     if (st != HAR_OK) FAIL("a peer that has not attached yet was taken for %d (culprit %d)", st, culprit);
     int ready[2];
     if (pipe(ready) != 0) {
@@ -480,28 +480,28 @@ static void test_late(void)
         fflush(NULL);
         pid_t pid = fork();
         if (pid == 0) {
-            har_seg_t mine;
-            char ok = har_seg_attach(&mine, fd, 1) == HAR_OK ? '1' : '0';
+            har_node_seg_t mine;
+            char ok = har_node_seg_attach(&mine, fd, 1) == HAR_OK ? '1' : '0';
             if (write(ready[1], &ok, 1) != 1 || ok != '1') _exit(1);
             pause();
             _exit(0);
         }
         char ok = '0';
         if (pid < 0 || read(ready[0], &ok, 1) != 1 || ok != '1') FAIL("the late peer did not attach");
-        st = har_seg_check_peers(&seg, HAR_SEG_NO_EXCHANGE, har_seg_now(), 0, 1, &culprit);
+        st = har_node_seg_poll_peers(&seg, HAR_SEG_NO_EXCHANGE, har_node_seg_now(), 0, 1, &culprit);
         if (st != HAR_OK) FAIL("a live attached peer was taken for %d", st);
         if (pid > 0) {
             kill(pid, SIGKILL);
             int status;
             waitpid(pid, &status, 0);
         }
-        st = har_seg_check_peers(&seg, HAR_SEG_NO_EXCHANGE, har_seg_now(), 0, 1, &culprit);
+        st = har_node_seg_poll_peers(&seg, HAR_SEG_NO_EXCHANGE, har_node_seg_now(), 0, 1, &culprit);
         if (st != HAR_ERR_PEER_DEAD || culprit != 1) FAIL("a dead attached peer gave %d, culprit %d", st, culprit);
         close(ready[0]);
         close(ready[1]);
     }
     close(fd);
-    har_seg_detach(&seg);
+    har_node_seg_detach(&seg);
 }
 
 /* ---- a peer that left in order, during or before the call waited in --------- */
@@ -512,35 +512,35 @@ static void test_late(void)
  * that it left, as is any wait that is no MPI exchange. */
 static void test_left(void)
 {
-    int fd = har_seg_create(2, 4096), culprit = -1;
-    har_seg_t seg, peer;
-    if (fd < 0 || har_seg_attach(&seg, dup(fd), 0) != HAR_OK || har_seg_attach(&peer, fd, 1) != HAR_OK) {
+    int fd = har_node_seg_create(2, 4096), culprit = -1;
+    har_node_seg_t seg, peer;
+    if (fd < 0 || har_node_seg_attach(&seg, dup(fd), 0) != HAR_OK || har_node_seg_attach(&peer, fd, 1) != HAR_OK) {
         FAIL("cannot make and attach a segment");
         return;
     }
-    har_seg_leave(&peer, 5, NULL);
-    har_status_t st = har_seg_check_peers(&seg, 4, har_seg_now(), 0, 1, &culprit);
+    har_node_seg_leave(&peer, 5, NULL);
+    har_status_t st = har_node_seg_poll_peers(&seg, 4, har_node_seg_now(), 0, 1, &culprit);
     if (st != HAR_OK) FAIL("a peer that left after making call 4 stopped a wait in call 4: %d (culprit %d)", st, culprit);
-    st = har_seg_check_peers(&seg, 5, har_seg_now(), 0, 1, &culprit);
+    st = har_node_seg_poll_peers(&seg, 5, har_node_seg_now(), 0, 1, &culprit);
     if (st != HAR_ERR_PEER_LEFT || culprit != 1)
         FAIL("a peer that left before call 5 gave %d, culprit %d, to a wait in call 5", st, culprit);
-    st = har_seg_check_peers(&seg, 4, har_seg_now() - 2, 1, 1, &culprit);
+    st = har_node_seg_poll_peers(&seg, 4, har_node_seg_now() - 2, 1, 1, &culprit);
     if (st != HAR_ERR_TIMEOUT) FAIL("a wait in call 4 past its time-out beside a peer that left gave %d", st);
-    st = har_seg_check_peers(&seg, HAR_SEG_NO_EXCHANGE, har_seg_now(), 0, 1, &culprit);
+    st = har_node_seg_poll_peers(&seg, HAR_SEG_NO_EXCHANGE, har_node_seg_now(), 0, 1, &culprit);
     if (st != HAR_ERR_PEER_LEFT || culprit != 1) FAIL("a wait that is no MPI exchange skipped a peer that left: %d", st);
-    har_seg_detach(&seg);
+    har_node_seg_detach(&seg);
 }
 
 /* ---- a peer's posted record, as a call gone ahead reads it ------------------- */
 
 static void test_records(void)
 {
-    int fd = har_seg_create(2, 4096);
+    int fd = har_node_seg_create(2, 4096);
     har_node_t node;
-    har_seg_t peer;
+    har_node_seg_t peer;
     har_peer_t peers[2] = {{.comm_rank = 0, .world_rank = 0}, {.comm_rank = 1, .world_rank = 1}};
     memset(&node, 0, sizeof node);
-    if (fd < 0 || har_seg_attach(&node.seg, dup(fd), 0) != HAR_OK || har_seg_attach(&peer, fd, 1) != HAR_OK) {
+    if (fd < 0 || har_node_seg_attach(&node.seg, dup(fd), 0) != HAR_OK || har_node_seg_attach(&peer, fd, 1) != HAR_OK) {
         FAIL("cannot make and attach a segment");
         return;
     }
@@ -548,27 +548,27 @@ static void test_records(void)
     node.peers = peers;
     const uint64_t no = 4;
     har_arrival_t mine = {.count = 10, .call = (uint32_t)no, .type = 3, .op = 0};
-    har_ctl_t *me = har_seg_ctl(&node.seg, 0), *them = har_seg_ctl(&node.seg, 1);
+    har_ctl_t *me = har_node_seg_ctl(&node.seg, 0), *them = har_node_seg_ctl(&node.seg, 1);
     me->arrival[no & 1] = mine;
-    har_seg_signal(&node.seg);  /* this rank posted call 4 */
+    har_node_seg_signal(&node.seg);  /* this rank posted call 4 */
     har_arrival_t other = mine;
     other.count = 99;
     them->arrival[no & 1] = other;  /* not posted yet: its epoch is behind */
     if (har_node_records_differ(&node, no, "test") != HAR_OK) FAIL("a record not yet posted was compared");
     them->arrival[no & 1] = mine;
-    har_seg_signal(&peer);
+    har_node_seg_signal(&peer);
     if (har_node_records_differ(&node, no, "test") != HAR_OK) FAIL("the same call was taken for a different one");
     other.call = (uint32_t)no + 2;  /* the peer ended call 4 and posted call 6 in its place */
     them->arrival[no & 1] = other;
-    har_seg_signal(&peer);
-    har_seg_signal(&peer);
+    har_node_seg_signal(&peer);
+    har_node_seg_signal(&peer);
     if (har_node_records_differ(&node, no, "test") != HAR_OK) FAIL("a later call's record was taken for this one's");
     other.call = (uint32_t)no;  /* the same call, another count */
     them->arrival[no & 1] = other;
     if (har_node_records_differ(&node, no, "test") != HAR_ERR_TRUNCATE) FAIL("a peer's differing count was not found");
     close(fd);
-    har_seg_detach(&peer);
-    har_seg_detach(&node.seg);
+    har_node_seg_detach(&peer);
+    har_node_seg_detach(&node.seg);
 }
 
 /* ---- the named fallback: nothing stale survives ----------------------------- */
@@ -583,26 +583,26 @@ static void test_named(void)
     snprintf(alive, sizeof alive, "/har-test-%d-alive", (int)getpid());
     pid_t pid = fork();
     if (pid == 0) {
-        har_seg_t seg;
-        if (har_seg_create_named(&seg, stale, 2, 4096) != HAR_OK) _exit(1);
+        har_node_seg_t seg;
+        if (har_node_seg_create_named(&seg, stale, 2, 4096) != HAR_OK) _exit(1);
         kill(getpid(), SIGKILL);
     }
     int status;
     waitpid(pid, &status, 0);
-    har_seg_t live;
-    if (har_seg_create_named(&live, alive, 2, 4096) != HAR_OK) {
+    har_node_seg_t live;
+    if (har_node_seg_create_named(&live, alive, 2, 4096) != HAR_OK) {
         FAIL("cannot create the named segment %s", alive);
         shm_unlink(stale);
         return;
     }
     snprintf(path, sizeof path, "/dev/shm%s", stale);
     if (access(path, F_OK) != 0) FAIL("the dying child's named segment is not there to clean");
-    int removed = har_seg_clean(HAR_LOG_INFO);
-    if (access(path, F_OK) == 0 || removed < 1) FAIL("har_seg_clean left %s (removed %d)", path, removed);
+    int removed = har_node_seg_clean(HAR_LOG_INFO);
+    if (access(path, F_OK) == 0 || removed < 1) FAIL("har_node_seg_clean left %s (removed %d)", path, removed);
     snprintf(path, sizeof path, "/dev/shm%s", alive);
-    if (access(path, F_OK) != 0) FAIL("har_seg_clean removed a segment whose creator lives");
-    har_seg_detach(&live);
-    har_seg_unlink(alive);
+    if (access(path, F_OK) != 0) FAIL("har_node_seg_clean removed a segment whose creator lives");
+    har_node_seg_detach(&live);
+    har_node_seg_unlink(alive);
     shm_unlink(stale);
 }
 
@@ -621,7 +621,7 @@ int main(int argc, char **argv)
     if (!seed) seed = 1;
     alarm(4 * SAFETY_S);
     /* Can this system make a segment at all? If not, skip, not fail. */
-    int probe = har_seg_create(1, HAR_LINE);
+    int probe = har_node_seg_create(1, HAR_LINE);
     if (probe < 0) {
         printf("test_seg: skipped: cannot create anonymous shared memory\n");
         return 77;

@@ -41,24 +41,24 @@ static void test_tag(void)
  * the other's left and right). `then` says what the neighbour does after
  * joining: 'd' dies, 'b' says bye after 5 calls, 's' joins late (a
  * stranger came first). */
-static pid_t neighbour(har_watch_addr_t *mine, har_watch_t *w, int pipe_fd[2], char then)
+static pid_t neighbour(har_node_watch_addr_t *mine, har_node_watch_t *w, int pipe_fd[2], char then)
 {
-    har_watch_listen(w, mine);
+    har_node_watch_listen(w, mine);
     pid_t pid = fork();
     if (pid == 0) {
-        har_watch_t cw;
-        har_watch_addr_t caddr, paddr;
-        har_watch_listen(&cw, &caddr);
+        har_node_watch_t cw;
+        har_node_watch_addr_t caddr, paddr;
+        har_node_watch_listen(&cw, &caddr);
         if (write(pipe_fd[1], &caddr, sizeof caddr) != sizeof caddr) _exit(3);
         if (read(pipe_fd[1], &paddr, sizeof paddr) != sizeof paddr) _exit(3);
         if (then == 's') nap(0.2);
-        har_watch_join(&cw, 1, 0, &paddr, 0, &paddr);
+        har_node_watch_join(&cw, 1, 0, &paddr, 0, &paddr);
         int joined = cw.fd[0] >= 0 && cw.fd[1] >= 0;
         char ok = joined ? 'j' : 'n';
         if (write(pipe_fd[1], &ok, 1) != 1) _exit(3);
         if (read(pipe_fd[1], &ok, 1) != 1) _exit(3);  /* the parent says when */
-        har_watch_bye_t bye = {5, HAR_ERR_PEER_DEAD, 7, "n07"};
-        if (then == 'b') har_watch_close(&cw, &bye);
+        har_node_watch_bye_t bye = {5, HAR_ERR_PEER_DEAD, 7, "n07"};
+        if (then == 'b') har_node_watch_close(&cw, &bye);
         _exit(0);  /* 'd': its sockets close without a word */
     }
     return pid;
@@ -68,31 +68,31 @@ static pid_t neighbour(har_watch_addr_t *mine, har_watch_t *w, int pipe_fd[2], c
 static void test_pair(char then)
 {
     int sp[2];
-    har_watch_t w;
-    har_watch_addr_t mine, theirs;
+    har_node_watch_t w;
+    har_node_watch_addr_t mine, theirs;
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) != 0) return;
     pid_t pid = neighbour(&mine, &w, sp, then);
     CHECK(read(sp[0], &theirs, sizeof theirs) == sizeof theirs, "neighbour's address");
     CHECK(write(sp[0], &mine, sizeof mine) == sizeof mine, "our address");
-    har_watch_join(&w, 0, 1, &theirs, 1, &theirs);
+    har_node_watch_join(&w, 0, 1, &theirs, 1, &theirs);
     char joined = 0;
     CHECK(read(sp[0], &joined, 1) == 1 && joined == 'j', "the neighbour watches both ways (%c)", joined);
     CHECK(w.fd[0] >= 0 && w.fd[1] >= 0, "this side watches both ways");
-    const har_watch_bye_t *left = NULL;
-    CHECK(har_watch_lost(&w, 0, &left) == -1, "nobody lost while the neighbour lives");
+    const har_node_watch_bye_t *left = NULL;
+    CHECK(har_node_watch_lost(&w, 0, &left) == -1, "nobody lost while the neighbour lives");
     CHECK(write(sp[0], "x", 1) == 1, "go");
     waitpid(pid, NULL, 0);
     int who = -1;
-    for (int i = 0; i < 200 && who < 0; i++, nap(0.005)) who = har_watch_lost(&w, 3, &left);
+    for (int i = 0; i < 200 && who < 0; i++, nap(0.005)) who = har_node_watch_lost(&w, 3, &left);
     if (then == 'd') {
         CHECK(who == 1 && !left, "a death seen: place %d", who);
     } else {
         CHECK(who == -1, "a bye after 5 calls is no loss in call 3 (place %d)", who);
-        CHECK(har_watch_lost(&w, 5, &left) == 1 && left && left->calls == 5 && left->seen_world == 7 &&
+        CHECK(har_node_watch_lost(&w, 5, &left) == 1 && left && left->calls == 5 && left->seen_world == 7 &&
               left->seen_status == HAR_ERR_PEER_DEAD && !strcmp(left->seen_host, "n07"),
               "but it is in call 5, as a rank that left, with what it had seen");
     }
-    har_watch_close(&w, &(har_watch_bye_t){0, 0, -1, ""});
+    har_node_watch_close(&w, &(har_node_watch_bye_t){0, 0, -1, ""});
     close(sp[0]);
     close(sp[1]);
 }
@@ -104,8 +104,8 @@ static void test_pair(char then)
 static void test_stranger_calls(void)
 {
     int sp[2];
-    har_watch_t w;
-    har_watch_addr_t mine, theirs;
+    har_node_watch_t w;
+    har_node_watch_addr_t mine, theirs;
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) != 0) return;
     pid_t pid = neighbour(&mine, &w, sp, 's');
     CHECK(read(sp[0], &theirs, sizeof theirs) == sizeof theirs, "neighbour's address");
@@ -122,16 +122,16 @@ static void test_stranger_calls(void)
         nap(0.6);
         _exit(0);  /* closes: must not look like the neighbour's death */
     }
-    har_watch_join(&w, 0, 1, &theirs, 1, &theirs);
+    har_node_watch_join(&w, 0, 1, &theirs, 1, &theirs);
     char joined = 0;
     CHECK(read(sp[0], &joined, 1) == 1 && joined == 'j', "the real neighbour joined after the stranger");
     CHECK(w.fd[1] >= 0, "the real left neighbour is watched");
     waitpid(stranger, NULL, 0);
-    const har_watch_bye_t *left = NULL;
-    CHECK(har_watch_lost(&w, 0, &left) == -1, "the stranger's close is no death");
+    const har_node_watch_bye_t *left = NULL;
+    CHECK(har_node_watch_lost(&w, 0, &left) == -1, "the stranger's close is no death");
     CHECK(write(sp[0], "x", 1) == 1, "go");
     waitpid(pid, NULL, 0);
-    har_watch_close(&w, &(har_watch_bye_t){0, 0, -1, ""});
+    har_node_watch_close(&w, &(har_node_watch_bye_t){0, 0, -1, ""});
     close(sp[0]);
     close(sp[1]);
 }
@@ -141,9 +141,9 @@ static void test_stranger_calls(void)
  * must not take its connection. */
 static void test_stranger_answers(void)
 {
-    har_watch_t w, fake_w;
-    har_watch_addr_t mine, fake;
-    har_watch_listen(&fake_w, &fake);  /* only for a port and a key that are not the stranger's */
+    har_node_watch_t w, fake_w;
+    har_node_watch_addr_t mine, fake;
+    har_node_watch_listen(&fake_w, &fake);  /* only for a port and a key that are not the stranger's */
     int l = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof a;
@@ -164,17 +164,17 @@ static void test_stranger_answers(void)
         _exit(0);
     }
     close(l);
-    har_watch_listen(&w, &mine);
-    har_watch_addr_t none;
+    har_node_watch_listen(&w, &mine);
+    har_node_watch_addr_t none;
     memset(&none, 0, sizeof none);  /* no left neighbour: it will not call */
-    har_watch_join(&w, 0, 1, &fake, 1, &none);
+    har_node_watch_join(&w, 0, 1, &fake, 1, &none);
     CHECK(w.fd[0] < 0, "a connection whose answer carries no valid tag is not the right neighbour");
     kill(stranger, SIGKILL);
     waitpid(stranger, NULL, 0);
-    const har_watch_bye_t *left = NULL;
-    CHECK(har_watch_lost(&w, 0, &left) == -1, "so its end is nobody's death");
-    har_watch_close(&w, &(har_watch_bye_t){0, 0, -1, ""});
-    har_watch_close(&fake_w, &(har_watch_bye_t){0, 0, -1, ""});
+    const har_node_watch_bye_t *left = NULL;
+    CHECK(har_node_watch_lost(&w, 0, &left) == -1, "so its end is nobody's death");
+    har_node_watch_close(&w, &(har_node_watch_bye_t){0, 0, -1, ""});
+    har_node_watch_close(&fake_w, &(har_node_watch_bye_t){0, 0, -1, ""});
 }
 
 int main(void)
