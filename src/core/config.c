@@ -200,6 +200,28 @@ static size_t edit_distance(const char *a, size_t la, const char *b)
 
 extern char **environ;
 
+/* Settings that were renamed: the old name still serves, with a warning,
+ * while the new one is unset. */
+static const struct {
+    const char *old_name, *field;
+} renamed[] = {
+    {"HAR_RING_SEGMENT", "ring_message"}, /* "segment" is the node's shared memory */
+};
+
+static const char *renamed_from(const char *field)
+{
+    for (size_t i = 0; i < sizeof renamed / sizeof *renamed; i++)
+        if (strcmp(renamed[i].field, field) == 0) return renamed[i].old_name;
+    return NULL;
+}
+
+static int is_old_name(const char *entry, size_t len)
+{
+    for (size_t i = 0; i < sizeof renamed / sizeof *renamed; i++)
+        if (strlen(renamed[i].old_name) == len && strncmp(renamed[i].old_name, entry, len) == 0) return 1;
+    return 0;
+}
+
 /* Unknown HAR_* names, with the closest known one when one is close (at
  * most a third of the name's letters differ). HAR_TEST_* names belong to
  * the test suite and its build of the library, HAR_LIBRARY to har-run and
@@ -211,6 +233,7 @@ static void warn_unknown(void)
         if (strncmp(*e, "HAR_", 4) != 0 || strncmp(*e, "HAR_TEST_", 9) == 0 || strncmp(*e, "HAR_LIBRARY=", 12) == 0)
             continue;
         size_t len = strcspn(*e, "="), best_d = SIZE_MAX, i;
+        if (is_old_name(*e, len)) continue;
         const char *best = NULL;
         for (i = 0; i < HAR_NVARS; i++) {
             env_name(vars[i].field, known, sizeof known);
@@ -236,14 +259,18 @@ void har_config_load(int report)
         parse_value(&vars[i], vars[i].def, v, why, sizeof why);
         v->source = "default";
         env_name(vars[i].field, name, sizeof name);
-        const char *env = getenv(name);
+        const char *env = getenv(name), *set_as = name, *old_name = renamed_from(vars[i].field);
+        if (!env && old_name && (env = getenv(old_name)) != NULL) {
+            set_as = old_name;
+            if (report == HAR_REPORT_ALL) har_log(HAR_LOG_WARN, "%s is now called %s; its value is used", old_name, name);
+        }
         if (!env) continue;
         har_value_t parsed;
         if (parse_value(&vars[i], env, &parsed, why, sizeof why)) {
             *v = parsed;
             v->source = "environment";
         } else if (report == HAR_REPORT_ALL || (report == HAR_REPORT_OWN && vars[i].scope != RANK0)) {
-            har_log(HAR_LOG_WARN, "%s=%.200s refused (%s); using the default, %s", name, env, why,
+            har_log(HAR_LOG_WARN, "%s=%.200s refused (%s); using the default, %s", set_as, env, why,
                     *vars[i].def ? vars[i].def : "(none)");
         }
     }

@@ -71,8 +71,8 @@ enum { LOCAL = 0, RANK0 = 1 };
       "the inter-node step: auto (doubling up to HAR_DOUBLING_MAX bytes, the ring above), or always har's ring, har's recursive doubling, or the MPI's MPI_Allreduce on the rail (mpi)") \
     X(doubling_max, HAR_T_SIZE, "64K", RANK0, 0, 1ll << 50, NULL,                               \
       "with HAR_INTER=auto, calls of at most this many bytes cross nodes by recursive doubling (log2 of the nodes steps), larger ones by the ring (2(nodes-1) steps, the least data)") \
-    X(ring_segment, HAR_T_SIZE, "auto", RANK0, 0, HAR_GIB, NULL,                                \
-      "the ring's blocks between nodes travel as messages of at most this many bytes, each reduced as it comes while the next ones are on the way; auto: 60K under Open MPI, 16K under MPICH (what each sends without a rendezvous over TCP); 0: each block as one message (to compare)") \
+    X(ring_message, HAR_T_SIZE, "auto", RANK0, 0, HAR_GIB, NULL,                                \
+      "the ring's blocks between nodes travel as messages of at most this many bytes, each reduced as it comes while the next ones are on the way; auto: 60K under Open MPI, 16K under MPICH (what each sends without a rendezvous over TCP); 0: each block as one message (to compare); HAR_RING_SEGMENT, its old name, still serves") \
     X(max_comms, HAR_T_INT, "16", LOCAL, 0, 4096, NULL,                                         \
       "communicators per process that get a node segment; later ones go to the MPI")            \
     X(timeout, HAR_T_SECONDS, "0", RANK0, 0, 1e7, NULL,                                         \

@@ -13,8 +13,8 @@
  * reduce the same two operands in the same order (the lower rank's first),
  * so all ranks still end with bitwise identical results.
  *
- * The ring's steps move their blocks in segments of HAR_RING_SEGMENT
- * bytes, each its own message: small enough that the MPI sends it eagerly
+ * The ring's steps move their blocks in messages of at most
+ * HAR_RING_MESSAGE bytes: small enough that the MPI sends it eagerly
  * (no rendezvous round trip per block), and each is reduced as it comes
  * while the later ones are still on the way.
  *
@@ -41,11 +41,11 @@
  * second latency (2 hosts of 1 rank, Open MPI 4.1, doubling: 10.9 against
  * 5.9 us at 512 B with 256 here; 49.8 against 37.6 us for 8 KiB against
  * 4 KiB of device data when only 8 KiB with the header fitted), and
- * packing costs a copy of as much. Larger blocks go in segments posted
+ * packing costs a copy of as much. Larger blocks go in messages posted
  * with the header (a header and block past the MPI's eager limit would
  * wait for a rendezvous). */
 #define PACKED_MAX (32 << 10)
-/* Segments of a ring step in flight at once, each way. */
+/* Messages of a ring step in flight at once, each way. */
 #define WINDOW 16
 
 /* HAR_CHECK: each block travels with its checksum. */
@@ -59,7 +59,7 @@ typedef struct {
 typedef struct {
     har_arrival_t what;
     int32_t comm_rank, world_rank;
-    int32_t packed_bytes;   /* the block's bytes after the header; -1: the block follows in segments */
+    int32_t packed_bytes;   /* the block's bytes after the header; -1: the block follows in messages */
     int32_t unused;
     char host[48];
 } header_t;
@@ -181,43 +181,43 @@ static har_status_t landed(const har_inter_block_t *b, const land_t *land, char 
     return st;
 }
 
-/* Bytes of segment i of a block of `bytes` cut into segments of `seg`. */
-static size_t segment_bytes(size_t bytes, size_t seg, size_t i)
+/* Bytes of message i of a block of `bytes` cut into messages of `msg` bytes. */
+static size_t message_bytes(size_t bytes, size_t msg, size_t i)
 {
-    return bytes - i * seg < seg ? bytes - i * seg : seg;
+    return bytes - i * msg < msg ? bytes - i * msg : msg;
 }
 
 /* Moves a block each way between this rank and its partners (send NULL or
- * recv NULL: nothing that way) in segments of HAR_RING_SEGMENT bytes, whole
- * elements, at most WINDOW in flight each way; each segment that comes is
+ * recv NULL: nothing that way) in messages of HAR_RING_MESSAGE bytes, whole
+ * elements, at most WINDOW in flight each way; each message that comes is
  * dealt with at once as `land` says. Both partners cut
- * alike: the segment is rank 0's setting, and the blocks' sizes follow
+ * alike: the message size is rank 0's setting, and the blocks' sizes follow
  * from the call, which the headers check. On a call's first step
  * (`header`: the receive of the partner's header) the header is waited for
- * and checked once the first segments are posted, before any is waited
+ * and checked once the first messages are posted, before any is waited
  * for: a partner whose call differs may never take them. */
-static har_status_t segments(har_node_t *node, const har_inter_block_t *b, const char *send, size_t send_bytes,
-                             char *recv, size_t recv_bytes, const land_t *land, int to, int from,
-                             MPI_Request *header, const char *step)
+static har_status_t exchange_messages(har_node_t *node, const har_inter_block_t *b, const char *send,
+                                      size_t send_bytes, char *recv, size_t recv_bytes, const land_t *land, int to,
+                                      int from, MPI_Request *header, const char *step)
 {
     MPI_Comm ring = node->notice_comm;
     struct har_ring_msgs *m = node->ring_msgs;
     size_t elem = b->call->red.elem_size, most = send_bytes > recv_bytes ? send_bytes : recv_bytes;
-    size_t seg = (size_t)node->set->ring_segment / elem * elem;
-    if (seg == 0 || seg > most) seg = most > 0 ? most : 1;
-    size_t ns = send ? (send_bytes + seg - 1) / seg : 0, nr = recv ? (recv_bytes + seg - 1) / seg : 0;
+    size_t msg = (size_t)node->set->ring_message / elem * elem;
+    if (msg == 0 || msg > most) msg = most > 0 ? most : 1;
+    size_t ns = send ? (send_bytes + msg - 1) / msg : 0, nr = recv ? (recv_bytes + msg - 1) / msg : 0;
     size_t w = 0;
     do {
-        /* slots: 2k the receive of segment w + k, 2k + 1 its send */
+        /* slots: 2k the receive of message w + k, 2k + 1 its send */
         MPI_Request req[2 * WINDOW];
         int rc = MPI_SUCCESS;
         for (int k = 0; k < 2 * WINDOW; k++) req[k] = MPI_REQUEST_NULL;
         for (size_t k = 0, i = w; k < WINDOW && rc == MPI_SUCCESS; k++, i++) {
             if (i < nr)
-                rc = PMPI_Irecv(recv + i * seg, (int)segment_bytes(recv_bytes, seg, i), MPI_BYTE, from, RING_TAG,
+                rc = PMPI_Irecv(recv + i * msg, (int)message_bytes(recv_bytes, msg, i), MPI_BYTE, from, RING_TAG,
                                 ring, &req[2 * k]);
             if (rc == MPI_SUCCESS && i < ns)
-                rc = PMPI_Isend(send + i * seg, (int)segment_bytes(send_bytes, seg, i), MPI_BYTE, to, RING_TAG, ring,
+                rc = PMPI_Isend(send + i * msg, (int)message_bytes(send_bytes, msg, i), MPI_BYTE, to, RING_TAG, ring,
                                 &req[2 * k + 1]);
         }
         if (rc != MPI_SUCCESS) return wait_exchange(node, 2 * WINDOW, req, rc, from, step);  /* says why */
@@ -228,7 +228,7 @@ static har_status_t segments(har_node_t *node, const har_inter_block_t *b, const
         }
         for (size_t k = 0, i = w; k < WINDOW && i < nr && st == HAR_OK; k++, i++) {
             st = har_node_wait_partner(node, 1, &req[2 * k], from, step);
-            if (st == HAR_OK) st = landed(b, land, recv + i * seg, i * seg, segment_bytes(recv_bytes, seg, i));
+            if (st == HAR_OK) st = landed(b, land, recv + i * msg, i * msg, message_bytes(recv_bytes, msg, i));
         }
         if (st == HAR_OK) st = har_node_wait_partner(node, 2 * WINDOW, req, to, step);  /* the sends */
         if (st != HAR_OK) {
@@ -240,14 +240,14 @@ static har_status_t segments(har_node_t *node, const har_inter_block_t *b, const
     return HAR_OK;
 }
 
-/* The largest block a header's message carries: PACKED_MAX, or a segment
- * where those are smaller (the header's message should go without a
+/* The largest block a header's message carries: PACKED_MAX, or
+ * HAR_RING_MESSAGE where that is smaller (the header's message should go without a
  * rendezvous too; MPICH over UCX took 46 against 15 us for 32 KiB with the
  * header against 16 KiB). Rank 0's setting, so both partners pack alike. */
 static size_t packed_most(const har_node_t *node)
 {
-    size_t seg = (size_t)node->set->ring_segment;
-    return seg > 0 && seg < PACKED_MAX ? seg : PACKED_MAX;
+    size_t msg = (size_t)node->set->ring_message;
+    return msg > 0 && msg < PACKED_MAX ? msg : PACKED_MAX;
 }
 
 /* One step of `step` (the transport's name): receive `recv_bytes` from
@@ -299,8 +299,8 @@ static har_status_t exchange(har_node_t *node, const har_inter_block_t *b, char 
     if (rc != MPI_SUCCESS) return wait_exchange(node, 4, req, rc, from, step);  /* says why */
     har_status_t st = HAR_OK;
     if (!packed || !came_packed)  /* the blocks, and the header checked on the way */
-        st = segments(node, b, packed ? NULL : send, send_bytes, came_packed ? NULL : recv, recv_bytes, land, to,
-                      from, headers ? &req[0] : NULL, step);
+        st = exchange_messages(node, b, packed ? NULL : send, send_bytes, came_packed ? NULL : recv, recv_bytes, land,
+                               to, from, headers ? &req[0] : NULL, step);
     else {
         st = har_node_wait_partner(node, 1, &req[0], from, step);
         if (st == HAR_OK) st = check_header(node, &m->out.h, &m->in.h, step);
@@ -369,9 +369,9 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
         har_status_t st;
         char *send = streamed ? buf[s & 1] : data + soff * elem, *recv = streamed ? buf[(s + 1) & 1] : tmp;
         land_t land = {.acc = streamed ? NULL : data + roff * elem, .fold = streamed ? b->in + roff * elem : NULL};
-        if (!headers && !check) {  /* the common step: each segment reduced as it comes */
+        if (!headers && !check) {  /* the common step: each message reduced as it comes */
             HAR_TEST_POINT("ring");
-            st = segments(node, b, send, slen * elem, recv, rlen * elem, &land, right, left, NULL, "ring");
+            st = exchange_messages(node, b, send, slen * elem, recv, rlen * elem, &land, right, left, NULL, "ring");
         } else {  /* under HAR_CHECK the block is verified whole before it is reduced */
             if (check) m->sent.sum = har_host_checksum(send, slen * elem, soff * elem);
             st = exchange(node, b, send, slen * elem, recv, rlen * elem, check ? NULL : &land, right, left, headers,
@@ -395,7 +395,7 @@ static har_status_t ring_allreduce(har_node_t *node, const har_inter_block_t *b)
         land_t land = {.copy = streamed ? b->out + roff * elem : NULL};
         if (!check) {
             HAR_TEST_POINT("ring");
-            st = segments(node, b, send, slen * elem, recv, rlen * elem, &land, right, left, NULL, "ring");
+            st = exchange_messages(node, b, send, slen * elem, recv, rlen * elem, &land, right, left, NULL, "ring");
         } else {
             m->sent.sum = har_host_checksum(send, slen * elem, soff * elem);
             st = exchange(node, b, send, slen * elem, recv, rlen * elem, NULL, right, left, 0, check, "ring");

@@ -26,7 +26,7 @@ void har_plan_settings_from(const har_config_t *cfg, har_settings_t *s)
     /* A call that goes ahead fits one device slot: a rank that joins it from
      * elsewhere stages it whole (src/engines/ipc_engine.c). */
     if (s->device_ahead_max > s->device_slot_bytes) s->device_ahead_max = s->device_slot_bytes;
-    if (s->ring_segment < 0) s->ring_segment = HAR_RING_SEGMENT_AUTO;
+    if (s->ring_message < 0) s->ring_message = HAR_RING_MESSAGE_AUTO;
     static const int inter_paths[] = {HAR_INTER_AUTO, HAR_PATH_RING, HAR_PATH_DOUBLING,
                                       HAR_PATH_INTER_MPI};  /* HAR_INTER's words, in order */
     s->inter_path = inter_paths[s->inter];

@@ -13,7 +13,7 @@
 
 /* A communicator's settings: a field for each RANK0 variable of the table
  * (core/config.h), holding rank 0's value in the form the plan and the
- * engines use (sizes rounded to what they cut, HAR_RING_SEGMENT's auto
+ * engines use (sizes rounded to what they cut, HAR_RING_MESSAGE's auto
  * resolved: every node must cut the ring's blocks alike), then what is
  * derived from them. Numbers are long long, seconds double, a CHOICE its
  * mask (HAR_ALGO: paths every plan must show where one can; 0: auto); a
@@ -38,7 +38,7 @@ typedef struct {
 
 #define HAR_INTER_AUTO (-1)
 
-/* HAR_RING_SEGMENT=auto: the largest message the MPI sends between hosts
+/* HAR_RING_MESSAGE=auto: the largest message the MPI sends between hosts
  * without a rendezvous round trip, as measured over TCP (2 hosts of
  * namespaces over veth): Open MPI's TCP eager limit is 64 KiB, so 60 KiB
  * and a header fit; MPICH over UCX took 1.1-1.4 x its own all-reduce's
@@ -46,9 +46,9 @@ typedef struct {
  * ones. libhar is built against one MPI, so its header says which; built
  * for the standard ABI, MPICH's (the one MPI that implements it today). */
 #if defined(MPICH_VERSION) || defined(MPI_ABI_VERSION)
-#define HAR_RING_SEGMENT_AUTO (16 << 10)
+#define HAR_RING_MESSAGE_AUTO (16 << 10)
 #else
-#define HAR_RING_SEGMENT_AUTO (60 << 10)
+#define HAR_RING_MESSAGE_AUTO (60 << 10)
 #endif
 
 /* Everything but the table, from a configuration's values. */

@@ -4,7 +4,7 @@
  * most one shard per step (log2 of the largest power of two up to N, one
  * more where N is none) plus 128 bytes per message. Each call must take
  * the transport the README's rule gives: HAR_INTER's, else doubling up to
- * 64 KiB. With HAR_RING_SEGMENT unset, no message is larger than its
+ * 64 KiB. With HAR_RING_MESSAGE unset, no message is larger than its
  * default (16 KiB under MPICH, 60 KiB under Open MPI) and a header. Run
  * with HAR_NODE_SIZE and the shim in LD_PRELOAD. */
 #include <dlfcn.h>
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "har.h"
-#include "plan/plan.h"  /* HAR_RING_SEGMENT_AUTO: the default segment */
+#include "plan/plan.h"  /* HAR_RING_MESSAGE_AUTO: the default message size */
 
 int main(int argc, char **argv)
 {
@@ -24,7 +24,7 @@ int main(int argc, char **argv)
     unsigned long long (*take_largest)(void) =
         (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "p2pcount_take_largest");
     /* a header is under 256 bytes */
-    const double most = getenv("HAR_RING_SEGMENT") ? -1 : HAR_RING_SEGMENT_AUTO + 256.0;
+    const double most = getenv("HAR_RING_MESSAGE") ? -1 : HAR_RING_MESSAGE_AUTO + 256.0;
     const char *ns = getenv("HAR_NODE_SIZE");
     int L = ns ? atoi(ns) : 0;
     if (!bytes_sent || !take_largest || L <= 0 || size % L) {

@@ -28,6 +28,16 @@ check "HAR_VERBOSE=loud (a per-rank setting) on rank 2 only: rank 2 says it refu
 env HAR_SLOT_BYTES=64K $mpi 1 "$info" > "$tmp/out" 2>&1
 grep -q "HAR_SLOT_BYTES *= 64K *(environment)" "$tmp/out"
 tap_result $? "har-info shows a variable's value and its source" "$tmp/out"
+# A renamed setting's old name still serves, with a warning, and is not
+# taken for an unknown one.
+env HAR_RING_SEGMENT=16K $mpi 1 "$info" > "$tmp/out" 2>&1
+grep -q "warning: HAR_RING_SEGMENT is now called HAR_RING_MESSAGE; its value is used" "$tmp/out" &&
+    grep -q "HAR_RING_MESSAGE *= 16K *(environment)" "$tmp/out" && ! grep -q "unknown variable HAR_RING_SEGMENT" "$tmp/out"
+tap_result $? "HAR_RING_SEGMENT, the old name of HAR_RING_MESSAGE: its value serves, with a warning" "$tmp/out"
+env HAR_RING_SEGMENT=16K HAR_RING_MESSAGE=4K $mpi 1 "$info" > "$tmp/out" 2>&1
+grep -q "HAR_RING_MESSAGE *= 4K *(environment)" "$tmp/out" && ! grep -q "HAR_RING_SEGMENT is now called" "$tmp/out" &&
+    ! grep -q "unknown variable HAR_RING_SEGMENT" "$tmp/out"
+tap_result $? "HAR_RING_MESSAGE set: its value serves, HAR_RING_SEGMENT is ignored" "$tmp/out"
 # Bad values are refused, each with one warning naming it, and the default
 # serves; har-info shows the default.
 for bad in "NODE_SIZE=-3" "NODE_SIZE=99999999999999999999" "REDUCE_THREADS=-5" "VERBOSE=-9" "INTER=bogus" \
