@@ -1,7 +1,7 @@
 /* The CUDA IPC engine: per rank one cudaMalloc'd region (flag area, then
  * two data slots) on the GPU that holds its buffers, mapped into every local
  * peer with CUDA IPC, and the driver that runs a call's chunks through the
- * kernels of kernels.cu.
+ * kernels of ipc_kernels.cu.
  *
  * Set-up is collective on the node and agrees everywhere: the node uses the
  * kernels only if every rank's GPU is visible to every other and reachable
@@ -115,7 +115,7 @@ typedef struct ipc {
     uint64_t epoch;                      /* device barriers used; the same on every rank */
     unsigned seq;                        /* chunks so far: which slot is next; the same on every rank */
     size_t slots_at;                     /* where the data slots start in a segment */
-    /* The push kernels (kernels.cu): their area in every segment, per call
+    /* The push kernels (ipc_kernels.cu): their area in every segment, per call
      * parity the (writer, block) lines then a data region per writer. */
     size_t push_max, push_parity;        /* the largest push call in bytes (0: no push area); bytes per parity */
     /* Calls captured into CUDA graphs: a push area of their own (at
@@ -779,7 +779,7 @@ static int push_done(void *ctx)
     return 1;
 }
 
-/* Queues push call `no` (kernels.cu), its watch in *w: launched, or posted
+/* Queues push call `no` (ipc_kernels.cu), its watch in *w: launched, or posted
  * to the resident grid where one may serve it (`may_post`: a blocking call
  * with HAR_DEVICE_RESIDENT, no call outstanding) and the application's
  * input has landed. `after`: the push call it waits for (follow_tail).

@@ -1,5 +1,5 @@
-/* The reduction kernels over a CUDA IPC node segment. Shared by C (ipc.c)
- * and CUDA (kernels.cu). */
+/* The reduction kernels over a CUDA IPC node segment. Shared by C (ipc_engine.c)
+ * and CUDA (ipc_kernels.cu). */
 #ifndef HAR_KERNELS_H
 #define HAR_KERNELS_H
 
@@ -18,10 +18,10 @@
 #define HAR_DEV_FLAG_BYTES (HAR_DEV_PROBE_OFFSET + 4096)
 
 /* The push kernels' area in each rank's segment (after the flag area,
- * before the data slots; ipc.c lays it out): per call parity, one line per
+ * before the data slots; ipc_engine.c lays it out): per call parity, one line per
  * (writer, block) where the writer puts the call's count and signature,
  * then a data region per writer. Both carry the call's flag beside every
- * 4 bytes (kernels.cu): a region of HAR_DEV_PUSH_REGION(max) bytes holds
+ * 4 bytes (ipc_kernels.cu): a region of HAR_DEV_PUSH_REGION(max) bytes holds
  * max bytes of a call's input. */
 #define HAR_DEV_PUSH_REGION(max) (2 * (size_t)(max))
 /* The push kernels' grid, at most (the node's safe grid may be smaller):
@@ -52,7 +52,7 @@ typedef struct {
      * block taking seq = counter[0] + 1 as it starts and the last block to
      * finish storing seq there; data and lines are then parity 0's, parity
      * 1's `parity_bytes` further. NULL: seq and the pointers are the
-     * call's. Such calls have a push area of their own (ipc.c). */
+     * call's. Such calls have a push area of their own (ipc_engine.c). */
     uint64_t *counter;
     size_t parity_bytes;
     /* Order between streams, on the GPU: each block stores seq in
@@ -60,7 +60,7 @@ typedef struct {
      * ends, and where `after` is not 0 every block first waits there for
      * every block of the call numbered `after`, queued before it on
      * another stream. Calls run in the order they were queued on every
-     * rank, which the push areas need (kernels.cu), with no event recorded
+     * rank, which the push areas need (ipc_kernels.cu), with no event recorded
      * per call. */
     uint64_t *done_dev;
     uint64_t after;

@@ -34,7 +34,7 @@ static void load(void)
 typedef struct {
     int gpu;                  /* ordinal, in this process, of the GPU it works on */
     har_ncclComm_t comm;
-    cudaStream_t stream;  /* blocking, as the IPC engine's (ipc.c says why) */
+    cudaStream_t stream;  /* blocking, as the IPC engine's (ipc_engine.c says why) */
 } nccl_t;
 
 static void nccl_destroy(void *engine)

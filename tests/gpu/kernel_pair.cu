@@ -2,7 +2,7 @@
 // both ranks' kernels run at once on two streams of one context, their
 // slots and flag areas in the same GPU memory, so the barriers and the
 // reads of the peer's slot run as on two GPUs, with local memory's latency
-// in place of NVLink's. For comparing two versions of kernels.cu side by
+// in place of NVLink's. For comparing two versions of ipc_kernels.cu side by
 // side where no second GPU is lent; not part of the suite.
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90 -Isrc -o kp tests/gpu/kernel_pair.cu src/engines/ipc_kernels.cu
