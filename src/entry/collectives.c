@@ -56,7 +56,7 @@ static int ask(har_coll_t coll, int need, int nonblocking, har_stage_ask_t *a, c
     if (how == HAR_STAGE_STAGED && req && !(how = reserve(&s, &slot))) how = HAR_STAGE_FAILED;               \
     if (how == HAR_STAGE_STAGED) har_count_coll(coll, 1);                                                    \
     if (how == HAR_STAGE_FAILED) return har_stage_error(&s)
-#define S(i, p) har_staged(&s, i, p)
+#define S(i, p) har_stage_buffer(&s, i, p)
 #define DONE(rc) (req ? har_request_post(slot, &s, rc, req) : har_stage_finish(&s, rc))
 
 /* A staged request's place in the table, before the MPI is called:

@@ -168,8 +168,8 @@ static int staged_allreduce(const void *sbuf, void *rbuf, har_count_t count, MPI
     int how = har_stage_prepare_allreduce(&s, &a, sbuf, rbuf, count, type);
     if (how == HAR_STAGE_UNTOUCHED) return pmpi_allreduce(sbuf, rbuf, count, type, op, comm, binding);
     if (how == HAR_STAGE_FAILED) return har_stage_error(&s);
-    return har_stage_finish(&s, pmpi_allreduce(har_staged(&s, HAR_SEND, sbuf), har_staged(&s, HAR_RECV, rbuf),
-                                               count, type, op, comm, binding));
+    return har_stage_finish(&s, pmpi_allreduce(har_stage_buffer(&s, HAR_SEND, sbuf),
+                                               har_stage_buffer(&s, HAR_RECV, rbuf), count, type, op, comm, binding));
 }
 
 /* The MPI's own all-reduce, in the one place har hands its calls to it.

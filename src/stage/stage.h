@@ -49,7 +49,7 @@ typedef struct {
 enum { HAR_STAGE_UNTOUCHED = 0, HAR_STAGE_STAGED = 1, HAR_STAGE_FAILED = -1 };
 
 /* The buffer the MPI gets for side i: the host copy, shifted, or the user's. */
-static inline void *har_staged(const har_stage_t *s, int i, const void *p)
+static inline void *har_stage_buffer(const har_stage_t *s, int i, const void *p)
 {
     return s->s[i].host ? (void *)(s->s[i].host - s->s[i].first) : (void *)p;
 }

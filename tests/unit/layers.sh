@@ -5,7 +5,8 @@
 # No two source files of the installed library call into each other in a
 # loop, directly or through others: from the object files' defined and
 # undefined symbols, a file depends on every file that defines a symbol it
-# uses, and that graph must sort (tsort) with no loop.
+# uses, and that graph must sort (tsort) with no loop. And the functions
+# a folder's files share are named after the folder.
 . "$top_srcdir/tests/lib.sh"
 objs=$(find "$top_builddir/src" -path '*/.libs/*.o' ! -name 'libharcore_test_la-*' | sort)
 for o in $objs; do
@@ -55,4 +56,24 @@ awk '!/^#/ && NF && $1 != "core"' "$top_srcdir/src/LAYERS" > "$tmp/swapped"; ech
 include_arrows "$tmp/swapped" "$top_srcdir" > "$tmp/arrows2"
 grep -q 'includes core' "$tmp/arrows2"
 tap_result $? "the same check finds the includes of core made to run up" "$tmp/arrows2"
+
+# prefix_strays SYMBOLS: "FILE SYMBOL" for each har_ function or variable a
+# file of src/FOLDER defines that is not named har_FOLDER_* (engines:
+# har_engine_*); core's names are the vocabulary of every layer, entry's
+# are named after the MPI calls they serve, tools' are programs.
+prefix_strays() {
+    awk '$1 == "D" && $2 ~ /^har_/ { d = $3; sub(/^src\//, "", d); sub(/\/.*$/, "", d)
+             if (d == "core" || d == "entry" || d == "tools") next
+             p = d; sub(/s$/, "", p)
+             if (index($2, "har_" p "_") != 1 && $2 != "har_" p && $2 != "har_" d) print $3, $2 }' "$1"
+}
+prefix_strays "$tmp/symbols" > "$tmp/strays"
+{ echo "functions and variables not named after their folder:"; cat "$tmp/strays"; } > "$tmp/out"
+[ ! -s "$tmp/strays" ] && [ "$(grep -c '^D har_' "$tmp/symbols")" -ge 50 ]
+tap_result $? "every function a folder's files share is named after the folder (har_cuda_*, har_node_*, ...)" "$tmp/out"
+# The check itself: a node function named like a segment's is found.
+{ cat "$tmp/symbols"; echo "D har_seg_wait src/node/segment"; } > "$tmp/symbols2"
+prefix_strays "$tmp/symbols2" > "$tmp/strays2"
+grep -q 'har_seg_wait' "$tmp/strays2"
+tap_result $? "the same check finds a function of src/node named har_seg_*" "$tmp/strays2"
 done_testing
