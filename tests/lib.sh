@@ -4,27 +4,43 @@
 # HAR_TEST_PREFIX (a command and its arguments, such as "valgrind -q")
 # runs every MPI rank under it (tests/mpirun.sh). HAR_TEST_SELECT (an
 # extended regular expression) runs only the checks whose descriptions it
-# matches; the others are skipped, visibly.
+# matches; HAR_TEST_PART=K/N only the K-th of N parts of them (by a hash of
+# the description, so that a long suite can run in several sittings); the
+# others are skipped, visibly. HAR_TEST_PROGRESS=FILE appends every TAP
+# line to FILE at once, with the seconds since the script began (the
+# harness's log fills in blocks).
 tap_n=0
+tap_started=$(date +%s)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bin="$top_builddir/tests"
 
-# selected DESCRIPTION: is this check to run (HAR_TEST_SELECT)?
-selected() { [ -z "${HAR_TEST_SELECT:-}" ] || printf '%s\n' "$1" | grep -Eq -- "$HAR_TEST_SELECT"; }
+# in_part DESCRIPTION: does the description fall in HAR_TEST_PART?
+in_part() {
+    [ -n "${HAR_TEST_PART:-}" ] || return 0
+    printf '%s' "$1" | cksum | awk -v part="$HAR_TEST_PART" '{ split(part, p, "/"); exit !($1 % p[2] == p[1] - 1) }'
+}
+# selected DESCRIPTION: is this check to run (HAR_TEST_SELECT, HAR_TEST_PART)?
+selected() {
+    { [ -z "${HAR_TEST_SELECT:-}" ] || printf '%s\n' "$1" | grep -Eq -- "$HAR_TEST_SELECT"; } && in_part "$1"
+}
+skip_why() { [ -n "${HAR_TEST_PART:-}" ] && ! in_part "$1" && echo "another part (HAR_TEST_PART)" || echo "not selected (HAR_TEST_SELECT)"; }
+progress() { [ -z "${HAR_TEST_PROGRESS:-}" ] || echo "$1 ($(( $(date +%s) - tap_started )) s)" >> "$HAR_TEST_PROGRESS"; }
 
 tap_result() {  # tap_result STATUS DESCRIPTION [LOGFILE]
-    selected "$2" || { tap_skip "$2" "not selected (HAR_TEST_SELECT)"; return; }
+    selected "$2" || { tap_skip "$2" "$(skip_why "$2")"; return; }
     tap_n=$((tap_n + 1))
     if [ "$1" = 0 ]; then
         echo "ok $tap_n - $2"
+        progress "ok $tap_n - $2"
     else
         echo "not ok $tap_n - $2"
+        progress "not ok $tap_n - $2"
         [ -n "$3" ] && sed 's/^/# /' "$3" | tail -n 40 | cut -c1-2000
     fi
 }
 
-tap_skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1 # SKIP $2"; }
+tap_skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1 # SKIP $2"; progress "ok $tap_n - $1 # SKIP $2"; }
 
 # How to run a failed check again, by hand, from the build directory.
 rerun_line() {
@@ -39,7 +55,7 @@ rerun_line() {
 # check DESCRIPTION COMMAND...: passes when the command exits 0.
 check() {
     desc="$1"; shift
-    selected "$desc" || { tap_skip "$desc" "not selected (HAR_TEST_SELECT)"; return; }
+    selected "$desc" || { tap_skip "$desc" "$(skip_why "$desc")"; return; }
     "$@" > "$tmp/out" 2>&1
     rc=$?
     [ $rc = 0 ] || rerun_line "$@"
@@ -50,7 +66,7 @@ check() {
 # and its output contains PATTERN (proves a check can fail, and says why).
 check_fails() {
     desc="$1"; pattern="$2"; shift 2
-    selected "$desc" || { tap_skip "$desc" "not selected (HAR_TEST_SELECT)"; return; }
+    selected "$desc" || { tap_skip "$desc" "$(skip_why "$desc")"; return; }
     if "$@" > "$tmp/out" 2>&1; then
         rerun_line "$@"
         tap_result 1 "$desc (it succeeded)" "$tmp/out"
