@@ -15,20 +15,40 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bin="$top_builddir/tests"
 
+# HAR_TEST_PART must be K/N with 1 <= K <= N, or a run would skip every
+# check and pass.
+case "${HAR_TEST_PART:-}" in
+"") ;;
+[1-9]*/[1-9]*)
+    case "${HAR_TEST_PART%/*}${HAR_TEST_PART#*/}" in *[!0-9]*) part_bad=1 ;; esac
+    [ -z "${part_bad:-}" ] && [ "${HAR_TEST_PART%/*}" -le "${HAR_TEST_PART#*/}" ] || part_bad=1 ;;
+*) part_bad=1 ;;
+esac
+[ -z "${part_bad:-}" ] || { echo "Bail out! HAR_TEST_PART=$HAR_TEST_PART: not K/N with 1 <= K <= N"; exit 1; }
 # in_part DESCRIPTION: does the description fall in HAR_TEST_PART?
 in_part() {
     [ -n "${HAR_TEST_PART:-}" ] || return 0
-    printf '%s' "$1" | cksum | awk -v part="$HAR_TEST_PART" '{ split(part, p, "/"); exit !($1 % p[2] == p[1] - 1) }'
+    printf '%s' "$1" | cksum | awk -v k="${HAR_TEST_PART%/*}" -v n="${HAR_TEST_PART#*/}" '{ exit !($1 % n == k - 1) }'
 }
 # selected DESCRIPTION: is this check to run (HAR_TEST_SELECT, HAR_TEST_PART)?
 selected() {
     { [ -z "${HAR_TEST_SELECT:-}" ] || printf '%s\n' "$1" | grep -Eq -- "$HAR_TEST_SELECT"; } && in_part "$1"
 }
-skip_why() { [ -n "${HAR_TEST_PART:-}" ] && ! in_part "$1" && echo "another part (HAR_TEST_PART)" || echo "not selected (HAR_TEST_SELECT)"; }
-progress() { [ -z "${HAR_TEST_PROGRESS:-}" ] || echo "$1 ($(( $(date +%s) - tap_started )) s)" >> "$HAR_TEST_PROGRESS"; }
+skip_why() {
+    if [ -n "${HAR_TEST_PART:-}" ] && ! in_part "$1"; then echo "another part (HAR_TEST_PART)"
+    else echo "not selected (HAR_TEST_SELECT)"; fi
+}
+progress() {
+    [ -z "${HAR_TEST_PROGRESS:-}" ] ||
+        echo "${0##*/}: $1 ($(( $(date +%s) - tap_started )) s)" >> "$HAR_TEST_PROGRESS"
+}
+# runs DESCRIPTION: selected, or skipped here (saying why) and false.
+runs() { selected "$1" || { tap_skip "$1" "$(skip_why "$1")"; return 1; }; }
 
-tap_result() {  # tap_result STATUS DESCRIPTION [LOGFILE]
-    selected "$2" || { tap_skip "$2" "$(skip_why "$2")"; return; }
+# tap_report STATUS DESCRIPTION [LOGFILE]: one TAP line, whatever the
+# selection (for checks decided to run already, and for failures that
+# every part must report, such as a GPU required and missing).
+tap_report() {
     tap_n=$((tap_n + 1))
     if [ "$1" = 0 ]; then
         echo "ok $tap_n - $2"
@@ -39,8 +59,16 @@ tap_result() {  # tap_result STATUS DESCRIPTION [LOGFILE]
         [ -n "$3" ] && sed 's/^/# /' "$3" | tail -n 40 | cut -c1-2000
     fi
 }
-
+tap_result() {  # tap_result STATUS DESCRIPTION [LOGFILE]: the same, if selected
+    runs "$2" && tap_report "$@"
+}
 tap_skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1 # SKIP $2"; progress "ok $tap_n - $1 # SKIP $2"; }
+# tap_after STATUS DESCRIPTION [LOGFILE]: a result read from the output of
+# the check just before, reported where that check ran.
+tap_after() {
+    if [ "${last_check_ran:-0}" = 1 ]; then tap_report "$@"
+    else tap_skip "$2" "the check whose output it reads did not run here"; fi
+}
 
 # How to run a failed check again, by hand, from the build directory.
 rerun_line() {
@@ -54,27 +82,29 @@ rerun_line() {
 
 # check DESCRIPTION COMMAND...: passes when the command exits 0.
 check() {
-    desc="$1"; shift
-    selected "$desc" || { tap_skip "$desc" "$(skip_why "$desc")"; return; }
+    desc="$1" last_check_ran=0; shift
+    runs "$desc" || return
+    last_check_ran=1
     "$@" > "$tmp/out" 2>&1
     rc=$?
     [ $rc = 0 ] || rerun_line "$@"
-    tap_result $rc "$desc" "$tmp/out"
+    tap_report $rc "$desc" "$tmp/out"
 }
 
 # check_fails DESCRIPTION PATTERN COMMAND...: passes when the command fails
 # and its output contains PATTERN (proves a check can fail, and says why).
 check_fails() {
-    desc="$1"; pattern="$2"; shift 2
-    selected "$desc" || { tap_skip "$desc" "$(skip_why "$desc")"; return; }
+    desc="$1" pattern="$2" last_check_ran=0; shift 2
+    runs "$desc" || return
+    last_check_ran=1
     if "$@" > "$tmp/out" 2>&1; then
         rerun_line "$@"
-        tap_result 1 "$desc (it succeeded)" "$tmp/out"
+        tap_report 1 "$desc (it succeeded)" "$tmp/out"
     else
         grep -q -- "$pattern" "$tmp/out"
         rc=$?
         [ $rc = 0 ] || { echo "expected in the output: $pattern" >> "$tmp/out"; rerun_line "$@"; }
-        tap_result $rc "$desc" "$tmp/out"
+        tap_report $rc "$desc" "$tmp/out"
     fi
 }
 
@@ -105,14 +135,14 @@ done_testing() { echo "1..$tap_n"; }
 gpu_suite() {
     if [ ! -x "$1" ]; then
         [ "${HAR_TEST_REQUIRE_GPU:-0}" = 1 ] &&
-            { tap_result 1 "GPU tests required but har was built without CUDA"; done_testing; exit 0; }
+            { tap_report 1 "GPU tests required but har was built without CUDA"; done_testing; exit 0; }
         echo "1..0 # SKIP har built without CUDA"; exit 0
     fi
     "$bin/gpu/stress" --probe > "$tmp/probe" 2>&1
     case $? in
     0) ;;
     77) echo "1..0 # SKIP no GPU visible"; exit 0 ;;
-    *) tap_result 1 "a GPU is required (HAR_TEST_REQUIRE_GPU=1) and none is visible" "$tmp/probe"; done_testing; exit 0 ;;
+    *) tap_report 1 "a GPU is required (HAR_TEST_REQUIRE_GPU=1) and none is visible" "$tmp/probe"; done_testing; exit 0 ;;
     esac
 }
 

@@ -606,7 +606,7 @@ static har_status_t compare_results(har_comm_t *c, const har_call_t *call)
     char *host = call->out_kind == HAR_MEM_HOST ? call->out : har_stage_get(call->bytes);
     if (!host) return HAR_ERR_INTERNAL;
     har_status_t st = host == call->out ? HAR_OK : har_cuda_copy(host, HAR_MEM_HOST, call->out, call->out_kind,
-                                                                call->bytes);
+                                                                 call->bytes);
     uint64_t sum = st == HAR_OK ? har_host_checksum(host, call->bytes, 0) : 0;
     if (host != call->out) har_stage_put(host);
     if (st != HAR_OK) return st;

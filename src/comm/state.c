@@ -245,7 +245,7 @@ static har_status_t settings_setup(har_comm_t *c)
             char source[HAR_VAR_TEXT];
             har_config_rank0_pack(&har_cfg, blob);
             rows->ntune = har_plan_tune_load(HAR_CFG(tuning).s, rows->tune, HAR_TUNE_MAX_ROWS, source, sizeof source,
-                                        !__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED));
+                                             !__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED));
         }
         st = har_node_exchange(&c->node, PMPI_Ibcast(blob, (int)(values + sizeof(rows_t)), MPI_BYTE, 0, c->node.comm,
                                                      &req), &req, "settings");

@@ -260,16 +260,19 @@ void har_config_load(int report)
         v->source = "default";
         env_name(vars[i].field, name, sizeof name);
         const char *env = getenv(name), *set_as = name, *old_name = renamed_from(vars[i].field);
-        if (!env && old_name && (env = getenv(old_name)) != NULL) {
-            set_as = old_name;
-            if (report == HAR_REPORT_ALL) har_log(HAR_LOG_WARN, "%s is now called %s; its value is used", old_name, name);
+        int says = report == HAR_REPORT_ALL || (report == HAR_REPORT_OWN && vars[i].scope != RANK0);
+        if (old_name && getenv(old_name)) {
+            if (env && says) har_log(HAR_LOG_WARN, "%s ignored: %s, its new name, is set", old_name, name);
+            if (!env) env = getenv(set_as = old_name);
         }
         if (!env) continue;
         har_value_t parsed;
         if (parse_value(&vars[i], env, &parsed, why, sizeof why)) {
             *v = parsed;
             v->source = "environment";
-        } else if (report == HAR_REPORT_ALL || (report == HAR_REPORT_OWN && vars[i].scope != RANK0)) {
+            if (set_as == old_name && says)
+                har_log(HAR_LOG_WARN, "%s is now called %s; its value is used", old_name, name);
+        } else if (says) {
             har_log(HAR_LOG_WARN, "%s=%.200s refused (%s); using the default, %s", set_as, env, why,
                     *vars[i].def ? vars[i].def : "(none)");
         }

@@ -19,7 +19,7 @@
 HAR_HIDDEN har_mem_kind_t har_cuda_mem_kind(const void *p, int *device);
 /* Copies between any two kinds; HAR_OK or HAR_ERR_CUDA (logged). */
 HAR_HIDDEN har_status_t har_cuda_copy(void *dst, har_mem_kind_t dst_kind, const void *src, har_mem_kind_t src_kind,
-                                     size_t bytes);
+                                      size_t bytes);
 /* Waits for the work queued on `stream` (a CUstream or cudaStream_t; NULL:
  * the legacy default stream); HAR_OK, or HAR_ERR_CUDA with a note. */
 HAR_HIDDEN har_status_t har_cuda_stream_wait(void *stream);

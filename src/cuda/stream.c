@@ -49,7 +49,7 @@ har_status_t har_cuda_follow_legacy(void *stream, void **event)
     if (st == HAR_OK)
         st = har_cuda_status(cudaEventRecord((cudaEvent_t)*event, cudaStreamLegacy), "cudaEventRecord (legacy stream)");
     return st == HAR_OK ? har_cuda_status(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)*event, 0),
-                                        "cudaStreamWaitEvent")
+                                          "cudaStreamWaitEvent")
                         : st;
 }
 
@@ -90,13 +90,13 @@ har_status_t har_cuda_wait(void *stream, har_node_t *node, const har_cuda_watch_
 }
 
 har_status_t har_cuda_wait_event(void *stream, void *event, har_node_t *node, const har_cuda_watch_t *watch,
-                                const char *step)
+                                 const char *step)
 {
     return wait_until(event_done, event, (cudaStream_t)stream, node, watch, step);
 }
 
 har_status_t har_cuda_wait_flags(void *stream, int (*done)(void *ctx), void *ctx, har_node_t *node,
-                                const har_cuda_watch_t *watch, const char *step)
+                                 const har_cuda_watch_t *watch, const char *step)
 {
     return wait_until(done, ctx, (cudaStream_t)stream, node, watch, step);
 }

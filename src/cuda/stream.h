@@ -29,11 +29,11 @@ typedef struct {
 HAR_HIDDEN har_status_t har_cuda_wait(void *stream, har_node_t *node, const har_cuda_watch_t *watch, const char *step);
 /* The same for `event` (a cudaEvent_t recorded on `stream`). */
 HAR_HIDDEN har_status_t har_cuda_wait_event(void *stream, void *event, har_node_t *node, const har_cuda_watch_t *watch,
-                                           const char *step);
+                                            const char *step);
 /* The same until `done(ctx)` returns 1 (flags a kernel on `stream` writes
  * to mapped host memory: no stream query on the common path). */
 HAR_HIDDEN har_status_t har_cuda_wait_flags(void *stream, int (*done)(void *ctx), void *ctx, har_node_t *node,
-                                           const har_cuda_watch_t *watch, const char *step);
+                                            const har_cuda_watch_t *watch, const char *step);
 /* Makes a non-blocking stream: the application's legacy default stream
  * never waits for har's kernels there, which may wait for the peers. With
  * a blocking stream a cudaMemcpy waited for every MPI_Iallreduce queued

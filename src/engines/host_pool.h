@@ -8,6 +8,6 @@
  * threads when the message is large and this rank has cores to spare
  * (`cores`: its share of the cores, found at set-up). */
 HAR_HIDDEN void har_engine_reduce_many(har_reduce_fn fn, size_t elem, char *dst, char *const *src, int nsrc, size_t n,
-                                int cores);
+                                       int cores);
 
 #endif

@@ -281,7 +281,7 @@ static int safe_grid(const har_node_t *node, const har_cuda_gpu_t *gpu, int rese
 {
     int per_sm = har_engine_dev_blocks_per_sm(), gpu_sms = 0, ctx_sms = har_cuda_context_sms();
     if (har_cuda_status(cudaDeviceGetAttribute(&gpu_sms, cudaDevAttrMultiProcessorCount, gpu->ordinal),
-                      "cudaDeviceGetAttribute") != HAR_OK || per_sm <= 0) {
+                        "cudaDeviceGetAttribute") != HAR_OK || per_sm <= 0) {
         snprintf(why, why_len, "the runtime could not say how many blocks fit on the GPU");
         return 0;
     }
@@ -505,7 +505,7 @@ static har_status_t reduce_out(ipc_t *d, har_engine_dev_args_t *a, int i, int ou
     har_status_t st = launch(d, a, HAR_DEV_REDUCE);
     if (st == HAR_OK && len > 0 && out)
         st = har_cuda_status(cudaMemcpyAsync(d->stage[i], shard, len * a->elem, cudaMemcpyDeviceToHost, d->stream),
-                           "copy to host");
+                             "copy to host");
     if (st == HAR_OK) st = har_cuda_status(cudaEventRecord(d->out[i], d->stream), "cudaEventRecord");
     return st;
 }
@@ -551,7 +551,7 @@ static har_status_t run_across(ipc_t *d, har_node_t *node, const har_call_t *cal
         if (st == HAR_OK && len > 0) st = har_inter_allreduce(node, &across);
         if (st == HAR_OK && len > 0 && !direct)
             st = har_cuda_status(cudaMemcpyAsync(shard, d->stage[c % 2], len * now->elem, cudaMemcpyHostToDevice,
-                                               d->stream), "copy to device");
+                                                 d->stream), "copy to device");
         if (st == HAR_OK) st = launch(d, now, HAR_DEV_GATHER);
         if (st == HAR_OK && more && !overlap) {  /* HAR_DEVICE_PIPELINE=0: the next chunk after this one */
             if ((st = har_cuda_wait(d->stream, node, watch, "device")) != HAR_OK) break;
@@ -1197,7 +1197,7 @@ static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t
         staged.out = d->enq_stage + d->push_max;
         if (st == HAR_OK)
             st = har_cuda_status(cudaMemcpyAsync(d->enq_stage, call->in, call->bytes, cudaMemcpyDefault, d->queue),
-                               "copy to the GPU");
+                                 "copy to the GPU");
     }
     call_watch_t w;
     int resident;
@@ -1217,7 +1217,7 @@ static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t
     }
     if (st == HAR_OK && !here)
         st = har_cuda_status(cudaMemcpyAsync(call->out, staged.out, call->bytes, cudaMemcpyDefault, d->queue),
-                           "copy from the GPU");
+                             "copy from the GPU");
     if (st == HAR_OK && !captured && here) {
         d->tail = d->queue;
         d->tail_push = w.id;

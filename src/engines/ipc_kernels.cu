@@ -813,7 +813,7 @@ __global__ void wait_push(const uint64_t *done_dev, int blocks, uint64_t after, 
 }
 
 extern "C" int har_engine_dev_wait_push(const uint64_t *done_dev, int blocks, uint64_t after, volatile int *abort,
-                                 void *stream)
+                                        void *stream)
 {
     wait_push<<<1, 1, 0, (cudaStream_t)stream>>>(done_dev, blocks, after, abort);
     return (int)cudaGetLastError();

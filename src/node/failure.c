@@ -47,7 +47,7 @@ void har_node_fail(har_node_t *node, har_status_t st, int culprit, const char *s
 }
 
 har_status_t har_node_calls_differ(har_node_t *node, int r0, const har_arrival_t *a0, int r1, const har_arrival_t *a1,
-                              int culprit, const char *step)
+                                   int culprit, const char *step)
 {
     har_status_t st = har_node_arrival_differs(a0, a1);
     char t0[96], t1[96];

@@ -47,7 +47,7 @@ HAR_HIDDEN void har_node_fail(har_node_t *node, har_status_t st, int culprit, co
  * `culprit`, and returns the class the MPI gives (HAR_ERR_TRUNCATE or
  * HAR_ERR_OP). */
 HAR_HIDDEN har_status_t har_node_calls_differ(har_node_t *node, int r0, const har_arrival_t *a0, int r1,
-                                         const har_arrival_t *a1, int culprit, const char *step);
+                                              const har_arrival_t *a1, int culprit, const char *step);
 /* While this rank's call `no`, gone ahead of the arrival, waits on the GPU:
  * the first local rank that has posted its record for the call (comm/call.c)
  * and whose call differs, reported as above at `step`; HAR_OK if none. A

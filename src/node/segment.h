@@ -222,7 +222,7 @@ har_status_t har_node_seg_wait_all(har_node_seg_t *seg, uint64_t epoch, double t
  * from other nodes are not tested (an MPI call: for a thread of har's
  * own). */
 har_status_t har_node_seg_poll_peers(har_node_seg_t *seg, uint64_t exchange, double started, double timeout, int listen,
-                                 int *culprit);
+                                     int *culprit);
 double har_node_seg_now(void);
 /* Records why this rank gives up and tells every local peer to stop
  * waiting. The first report wins; returns 1 if it was this one. */

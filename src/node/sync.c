@@ -127,7 +127,7 @@ har_status_t har_node_seg_wait_all(har_node_seg_t *seg, uint64_t epoch, double t
 }
 
 har_status_t har_node_seg_poll_peers(har_node_seg_t *seg, uint64_t exchange, double started, double timeout, int listen,
-                                 int *culprit)
+                                     int *culprit)
 {
     har_status_t st = check(seg, -1, started, timeout, listen, culprit);
     for (int peer = 0; st == HAR_OK && peer < seg->nranks; peer++) {

@@ -206,7 +206,7 @@ static void admit(int listen_fd, caller_t *callers)
 }
 
 void har_node_watch_join(har_node_watch_t *w, int me, int right_rank, const har_node_watch_addr_t *right, int left_rank,
-                    const har_node_watch_addr_t *left)
+                         const har_node_watch_addr_t *left)
 {
     dialer_t d = {DONE, -1, 0, 0, 0};
     caller_t callers[PENDING];

@@ -81,7 +81,7 @@ int har_plan_tune_parse(const char *text, har_plan_tune_row_t *rows, int max_row
 }
 
 int har_plan_tune_fits(const har_plan_tune_row_t *row, int on_device, const char *cls, int local_size, int nodes,
-                  uint64_t bytes)
+                       uint64_t bytes)
 {
     return row->on_device == !!on_device && row->local_size == local_size && row->nodes == (uint32_t)nodes &&
            bytes <= row->max_bytes && (strcmp(row->cls, "*") == 0 || (cls && strcmp(row->cls, cls) == 0));

@@ -24,7 +24,7 @@ int main(int argc, char **argv)
     unsigned long long (*take_largest)(void) =
         (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "p2pcount_take_largest");
     /* a header is under 256 bytes */
-    const double most = getenv("HAR_RING_MESSAGE") ? -1 : HAR_RING_MESSAGE_AUTO + 256.0;
+    const double most = getenv("HAR_RING_MESSAGE") || getenv("HAR_RING_SEGMENT") ? -1 : HAR_RING_MESSAGE_AUTO + 256.0;
     const char *ns = getenv("HAR_NODE_SIZE");
     int L = ns ? atoi(ns) : 0;
     if (!bytes_sent || !take_largest || L <= 0 || size % L) {

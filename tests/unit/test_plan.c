@@ -167,7 +167,7 @@ static void check_plan(const har_plan_in_t *in, const har_settings_t *s)
 {
     har_plan_t p = har_plan(in, s);
     const har_plan_tune_row_t *row = har_plan_tune_lookup(s->tune, s->ntune, in->on_device, in->cls, in->local_size,
-                                                in->nnodes, in->bytes);
+                                                          in->nnodes, in->bytes);
     check_mode = s->check;
     unsigned want = reference(in, s, row);
     unsigned got = p.paths & (HOST1 | HOST2 | IPC1 | IPC2 | B(PUSH) | B(NCCL) | FAKE | B(MPI));

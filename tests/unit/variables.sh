@@ -36,8 +36,12 @@ grep -q "warning: HAR_RING_SEGMENT is now called HAR_RING_MESSAGE; its value is 
 tap_result $? "HAR_RING_SEGMENT, the old name of HAR_RING_MESSAGE: its value serves, with a warning" "$tmp/out"
 env HAR_RING_SEGMENT=16K HAR_RING_MESSAGE=4K $mpi 1 "$info" > "$tmp/out" 2>&1
 grep -q "HAR_RING_MESSAGE *= 4K *(environment)" "$tmp/out" && ! grep -q "HAR_RING_SEGMENT is now called" "$tmp/out" &&
+    grep -q "warning: HAR_RING_SEGMENT ignored: HAR_RING_MESSAGE, its new name, is set" "$tmp/out" &&
     ! grep -q "unknown variable HAR_RING_SEGMENT" "$tmp/out"
-tap_result $? "HAR_RING_MESSAGE set: its value serves, HAR_RING_SEGMENT is ignored" "$tmp/out"
+tap_result $? "HAR_RING_MESSAGE set: its value serves, HAR_RING_SEGMENT is ignored, with a warning" "$tmp/out"
+env HAR_RING_SEGMENT=lots $mpi 1 "$info" > "$tmp/out" 2>&1
+grep -q "warning: HAR_RING_SEGMENT=lots refused" "$tmp/out" && ! grep -q "its value is used" "$tmp/out"
+tap_result $? "HAR_RING_SEGMENT=lots: refused under its old name, not said to be used" "$tmp/out"
 # Bad values are refused, each with one warning naming it, and the default
 # serves; har-info shows the default.
 for bad in "NODE_SIZE=-3" "NODE_SIZE=99999999999999999999" "REDUCE_THREADS=-5" "VERBOSE=-9" "INTER=bogus" \
