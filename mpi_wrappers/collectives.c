@@ -147,8 +147,8 @@ HAR_COLLECTIVES(LARGE_COUNT_BINDING, MPI_Count, MPI_Count, MPI_Aint)
 
 #ifdef OPEN_MPI
 /* Both forms in Fortran, every spelling: ierror set where given, the
- * request handed back as a Fortran handle. MPICH's Fortran collectives call the C entry
- * points above. */
+ * request handed back as a Fortran handle. MPICH's Fortran collectives
+ * call the C entry points above. */
 #define FORTRAN_BINDING(NAME, INAME, INTERNAL, PARAMETERS, ARGUMENTS, UPPER, IUPPER, lower, ilower, FPARAMETERS,       \
                         FARGUMENTS)                                                                                  \
     static void lower##_f(UNPAREN FPARAMETERS, MPI_Fint *ierror)                                                     \

@@ -329,23 +329,21 @@ check "2 nodes of 2, 64 KiB slots, HAR_DEVICE_PIPELINE=0 (one chunk at a time): 
 # An MPI that moves device memory (tests/gpu/cuda_aware.c stands in for
 # one): the ring gets the device shards as they are, no host copy of har's.
 desc="HAR_MPI_CUDA_P2P=1 under a stand-in CUDA-aware MPI: the ring moves device memory, results checked"
-if selected "$desc"; then
+if runs "$desc"; then
     env $share HAR_NODE_SIZE=2 HAR_DEVICE_HOST_MAX=0 HAR_MPI_CUDA_P2P=1 LD_PRELOAD="$top_builddir/tests/gpu/.libs/libcudaaware.so" $mpi 4 "$prog" \
         --device --counts 1,1000,65537,300001 --sample 4 --seed $seed $ktypes --comms 2 --no-mpi-cases --expect ipc,across > "$tmp/out" 2>&1
     rc=$?
     [ $rc = 0 ] && grep -q "cuda_aware shim: [1-9][0-9]* device sends" "$tmp/out"
-    rc=$?
+    tap_report $? "$desc" "$tmp/out"
 fi
-tap_result $rc "$desc" "$tmp/out"
 desc="HAR_MPI_CUDA_P2P=1 under the stand-in, 3 pretend nodes of 1, HAR_INTER=doubling: device blocks reduced and copied on the GPU"
-if selected "$desc"; then
+if runs "$desc"; then
     env $share HAR_NODE_SIZE=1 HAR_INTER=doubling HAR_DEVICE_HOST_MAX=0 HAR_MPI_CUDA_P2P=1 LD_PRELOAD="$top_builddir/tests/gpu/.libs/libcudaaware.so" $mpi 3 "$prog" \
         --device --counts 1,1000,65537,300001 --sample 4 --seed $seed $ktypes --no-mpi-cases --expect ipc,doubling > "$tmp/out" 2>&1
     rc=$?
     [ $rc = 0 ] && grep -q "cuda_aware shim: [1-9][0-9]* device sends" "$tmp/out"
-    rc=$?
+    tap_report $? "$desc" "$tmp/out"
 fi
-tap_result $rc "$desc" "$tmp/out"
 check "2 pretend nodes of 1, device buffers on one, host on the other: both chunk alike" \
     env $share HAR_NODE_SIZE=1 $mpi 2 "$prog" --device --mixed --counts 1000,300001,1000003 --types float,int64 --no-mpi-cases --expect across
 # A rank killed in the middle of calls on device buffers: the job ends, no

@@ -79,13 +79,3 @@ gone() {
     echo "still alive: $*"
     return 1
 }
-
-# todo_check DESCRIPTION REASON COMMAND...: a check of what har does not do
-# yet (TAP TODO: a failure is expected; a pass shows as XPASS, which
-# scripts/test counts as a failure, so that the TODO goes once har does it).
-todo_check() {
-    desc="$1" why="$2"; shift 2
-    tap_n=$((tap_n + 1))
-    if [ -n "$hosts_why" ]; then echo "ok $tap_n - $desc # SKIP $hosts_why"; return; fi
-    if "$@" > "$tmp/out" 2>&1; then echo "ok $tap_n - $desc # TODO $why"; else echo "not ok $tap_n - $desc # TODO $why"; fi
-}

@@ -21,6 +21,7 @@ echo "# seed $seed"
 # run_case DESCRIPTION COMMAND...: like check, but exit 77 is a skip.
 run_case() {
     desc="$1"; shift
+    runs "$desc" || return
     "$@" > "$tmp/out" 2>&1
     rc=$?
     if [ $rc = 77 ] || grep -q "^requests: .*skipped" "$tmp/out"; then
@@ -28,7 +29,7 @@ run_case() {
         return
     fi
     [ $rc = 0 ] || rerun_line "$@"
-    tap_result $rc "$desc" "$tmp/out"
+    tap_report $rc "$desc" "$tmp/out"
 }
 
 "${MPICC:-mpicc}" -o "$tmp/relinked" "$top_srcdir/tests/mpi/requests.c" -I"$top_builddir" -L"$top_builddir/.libs" \
