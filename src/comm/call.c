@@ -275,7 +275,7 @@ static har_plan_in_t plan_in(const har_comm_t *c, const har_call_t *call, unsign
     const har_node_t *node = &c->node;
     return (har_plan_in_t){call->bytes, call->red.elem_size, node->local_size, node->nnodes, node->uniform, 0, 0,
                            call->red.dev_type, call->red.dev_op, har_engine_set(), engines_on_offer(c, 0), forced,
-                           c->host_cls, call->in_kind == HAR_MEM_HOST && call->out_kind == HAR_MEM_HOST};
+                           c->host_cls, call->in_kind == HAR_MEM_HOST && call->out_kind == HAR_MEM_HOST, 0};
 }
 
 /* The MPI's plan: it serves the call. */
@@ -529,6 +529,7 @@ har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, ha
      * engine whose calls start anywhere (the test build's). */
     if (c->mode != HAR_COMM_SERVED || node->nnodes != 1 || har_plan_declines(call->bytes, &c->set)) return HAR_OK;
     har_plan_in_t in = plan_in(c, call, forced);
+    in.started = 1;  /* its own size limit for going ahead: HAR_DEVICE_START_MAX */
     *plan = har_plan(&in, &c->set);  /* offers only engines not failed */
     int anywhere = plan->engine != HAR_PATH_MPI && har_engine_set()->by_path[plan->engine]->starts_anywhere;
     if (!anywhere && !c->surveyed && call->gpu >= 0) har_comm_want_device(node->comm);
@@ -542,9 +543,14 @@ har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, ha
     if (c->mode == HAR_COMM_FAILED) return HAR_ERR_PEER_FAILED;  /* the call it waited for failed */
     if (!anywhere && !goes_ahead(c, call)) {
         /* Its buffers are elsewhere: it joins at the arrival and serves the
-         * call before returning, as a blocking call would. */
+         * call before returning, as a blocking call would. Where no rank
+         * went ahead (every rank saw the same records) a call larger than
+         * the blocking calls that go ahead is the MPI's, which lets the
+         * application overlap it. */
         har_plan_t host = har_plan(&in, &c->set);
         har_status_t st = plan_at_arrival(c, call, no, in, &host, plan);
+        if (st == HAR_OK && !(plan->paths & HAR_BIT(AHEAD)) && call->bytes > (uint64_t)c->set.device_ahead_max)
+            mpi_plan(plan);
         return st == HAR_OK && plan->engine != HAR_PATH_MPI ? har_comm_run(c, call, plan) : st;
     }
     if (!anywhere) post(c, call, no, HAR_ARRIVE_AHEAD);

@@ -130,9 +130,15 @@ typedef struct ipc {
     int push_blocks;                     /* their grid: the same on every rank */
     uint64_t push_seq;                   /* push calls so far; the same on every rank */
     push_host_t *push_host, *push_host_dev;  /* pinned and mapped: what the kernels tell the host */
-    size_t ahead_max;                    /* the largest call that goes ahead (0: none) */
     char *ahead_stage;                   /* device: a joining rank's input and output where its buffers are not
-                                          * on this GPU (two regions of ahead_max), on first need */
+                                          * on this GPU (two regions of ahead_stage_bytes), on first need */
+    size_t ahead_stage_bytes;
+    /* Smaller staging areas a larger call replaced, freed with the engine:
+     * cudaFree waits for the whole device, so for kernels of this rank gone
+     * ahead on other communicators, whose peers may wait for this call.
+     * Doubling from 1 MiB to a call's size (below 2^63) retires at most 43. */
+    char *ahead_retired[43];
+    int nretired;
     /* The resident push grid (HAR_DEVICE_RESIDENT): on a non-blocking
      * stream of its own, so that the application's legacy default stream
      * never waits for it; each launch a new generation (0: none yet), of
@@ -220,6 +226,7 @@ static void ipc_destroy(void *engine)
     if (d->abort_host) cudaFreeHost((void *)d->abort_host);
     if (d->push_host) cudaFreeHost(d->push_host);
     if (d->ahead_stage) cudaFree(d->ahead_stage);
+    for (int i = 0; i < d->nretired; i++) cudaFree(d->ahead_retired[i]);
     if (d->enq_stage) cudaFree(d->enq_stage);
     if (d->graph_counter) cudaFree(d->graph_counter);
     if (d->done_dev) cudaFree(d->done_dev);
@@ -340,8 +347,6 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_cuda_gpu_t *gpu,
                              : 0;
         d->graph_at = HAR_DEV_FLAG_BYTES + 2 * d->push_parity;
         d->slots_at = d->graph_at + 2 * d->push_parity;
-        size_t ahead = node->nnodes == 1 ? (size_t)node->set->device_ahead_max : 0;
-        d->ahead_max = ahead > d->push_max ? ahead : d->push_max;
         /* Where this rank's setting asks for a resident grid, every grid
          * of its kernels leaves room for it, whichever of its
          * communicators holds it (the node runs its smallest grid). */
@@ -843,18 +848,20 @@ static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call,
  * is the call on them, its input copied in. */
 static har_status_t stage_call(ipc_t *d, const har_call_t *call, har_call_t *staged)
 {
-    if (call->bytes > d->ahead_max) {
-        har_note("a call of %llu bytes joined kernels gone ahead, which take at most %zu",
-                 (unsigned long long)call->bytes, d->ahead_max);
-        return HAR_ERR_INTERNAL;
-    }
     har_status_t st = HAR_OK;
-    if (!d->ahead_stage)
-        st = har_cuda_status(cudaMalloc((void **)&d->ahead_stage, 2 * d->ahead_max), "cudaMalloc (staging)");
-    if (st == HAR_OK) st = har_cuda_copy(d->ahead_stage, HAR_MEM_DEVICE, call->in, call->in_kind, call->bytes);
+    if (call->bytes > d->ahead_stage_bytes) {
+        size_t bytes = d->ahead_stage_bytes ? d->ahead_stage_bytes : 1 << 20;
+        while (bytes < call->bytes) bytes *= 2;
+        char *area = NULL;
+        if ((st = har_cuda_status(cudaMalloc((void **)&area, 2 * bytes), "cudaMalloc (staging)")) != HAR_OK) return st;
+        if (d->ahead_stage) d->ahead_retired[d->nretired++] = d->ahead_stage;
+        d->ahead_stage = area;
+        d->ahead_stage_bytes = bytes;
+    }
+    st = har_cuda_copy(d->ahead_stage, HAR_MEM_DEVICE, call->in, call->in_kind, call->bytes);
     *staged = *call;
     staged->in = d->ahead_stage;
-    staged->out = d->ahead_stage + d->ahead_max;
+    staged->out = d->ahead_stage + d->ahead_stage_bytes;
     staged->in_kind = staged->out_kind = HAR_MEM_DEVICE;
     staged->gpu = d->gpu;
     return st;
@@ -1239,6 +1246,6 @@ const har_engine_t har_engine_ipc = {
             .shots = HAR_BIT(ONE_SHOT) | HAR_BIT(TWO_SHOT) | HAR_BIT(PUSH),
             .kernel_types = 1, .across = HAR_BIT(RAILS), .shared_gpu = 1, .max_local = HAR_DEV_MAX_RANKS,
             .rank = 1, .device_slot = 1, .one_shot_max = HAR_SETTING(device_one_shot_max),
-            .ahead_max = HAR_SETTING(device_ahead_max)},
+            .ahead_max = HAR_SETTING(device_ahead_max), .start_max = HAR_SETTING(device_start_max)},
     .setup = ipc_setup, .run = ipc_run, .start = ipc_start, .test = ipc_test, .enqueue = ipc_enqueue,
     .destroy = ipc_destroy};

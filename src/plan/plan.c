@@ -23,9 +23,6 @@ void har_plan_settings_from(const har_config_t *cfg, har_settings_t *s)
     s->slot_bytes = (s->slot_bytes + 127) / 128 * 128;
     s->device_slot_bytes = (s->device_slot_bytes + 4095) / 4096 * 4096;
     s->device_push_max = s->device_push_max / 64 * 64;  /* whole shard units */
-    /* A call that goes ahead fits one device slot: a rank that joins it from
-     * elsewhere stages it whole (src/engines/ipc_engine.c). */
-    if (s->device_ahead_max > s->device_slot_bytes) s->device_ahead_max = s->device_slot_bytes;
     if (s->ring_message < 0) s->ring_message = HAR_RING_MESSAGE_AUTO;
     static const int inter_paths[] = {HAR_INTER_AUTO, HAR_PATH_RING, HAR_PATH_DOUBLING,
                                       HAR_PATH_INTER_MPI};  /* HAR_INTER's words, in order */
@@ -149,7 +146,8 @@ har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s)
     p.one_shot = (chosen & HAR_BIT(ONE_SHOT)) != 0;
     p.paths = chosen;
     if (engine && in->nnodes == 1 && in->on_device) {
-        long long ahead_max = setting(s, in->engine_set->by_path[p.engine]->ahead_max);
+        const har_engine_traits_t *e = in->engine_set->by_path[p.engine];
+        long long ahead_max = setting(s, in->started ? e->start_max : e->ahead_max);
         if ((chosen & HAR_BIT(PUSH)) || (ahead_max > 0 && in->bytes <= (uint64_t)ahead_max)) p.paths |= HAR_BIT(AHEAD);
     }
     p.inter = in->nnodes > 1 && p.engine != HAR_PATH_MPI ? har_plan_inter(in->bytes, s) : -1;

@@ -85,10 +85,11 @@ typedef struct {
      * first_across_max setting is above 0 first for calls on device
      * buffers across nodes of at most that many; one-shot is preferred up
      * to the one_shot_max setting. On one node, calls on device buffers of
-     * at most its ahead_max setting (and all its push calls) go ahead: no
+     * at most its ahead_max setting (start_max for started calls:
+     * non-blocking and persistent), and all its push calls, go ahead: no
      * host step before its kernels, which meet on the GPU. */
     int rank;
-    ptrdiff_t first_from, first_across_max, one_shot_max, ahead_max;
+    ptrdiff_t first_from, first_across_max, one_shot_max, ahead_max, start_max;
 } har_engine_traits_t;
 
 /* The engines built here, as the plan reads them: by path (NULL for paths
@@ -116,6 +117,8 @@ typedef struct {
     const char *cls;            /* machine class of the buffers' kind, for the table; NULL: unknown */
     int host_buffers;           /* this rank's send and receive buffers are host memory (with one local
                                  * rank, the node's: only then does the plan read it) */
+    int started;                /* a non-blocking call or a start of a persistent one (MPI matches these
+                                 * only with their like: every rank's call is one) */
 } har_plan_in_t;
 
 typedef struct {

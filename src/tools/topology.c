@@ -301,7 +301,7 @@ int har_info_topology(int json, int measure)
     har_settings_t s;
     har_plan_settings_from(&har_cfg, &s);
     har_plan_in_t in = {1 << 20, 4, local_size, 1, 1, 1, gpu.shared_gpu, HAR_DT_F32, HAR_OP_SUM, har_engine_set(),
-                        ~0u, 0, gpu.cls, 0};
+                        ~0u, 0, gpu.cls, 0, 0};
     char why_not[HAR_PATH_COUNT][96] = {{0}}, nccl_why[256];
     har_nccl_api_t api;
     int nccl_loads =

@@ -128,6 +128,21 @@ else
         check "stress, $np ranks under MPS: $iters MPI_Iallreduce of 64 KiB to 1 MiB, up to 8 in flight on the barrier kernels gone ahead, every result checked" \
             env HAR_TIMEOUT=120 $mpi $np "$stress" --iters $iters --medium --nonblocking 8 --seed $seed --expect ipc --expect ahead
     done
+    # Past HAR_DEVICE_AHEAD_MAX non-blocking calls still go ahead (to
+    # HAR_DEVICE_START_MAX), where blocking ones wait at the arrival; a rank
+    # whose buffers are on the host joins on copies; where every rank's
+    # are, no rank went ahead and the MPI serves the call.
+    for run in 2:2000 4:2000 8:1000; do
+        np=${run%:*} iters=${run#*:}
+        check "stress, $np ranks under MPS: $iters MPI_Iallreduce of 1 to 8 MiB, up to 8 in flight on the barrier kernels gone ahead, every result checked" \
+            env HAR_TIMEOUT=120 $mpi $np "$stress" --iters $iters --large --nonblocking 8 --seed $seed --expect ipc --expect ahead
+    done
+    check "stress, 4 ranks under MPS: 1000 blocking calls of 1 to 8 MiB, after an arrival on the host, every result checked" \
+        env HAR_TIMEOUT=120 $mpi 4 "$stress" --iters 1000 --large --seed $seed --expect ipc
+    check "stress, 4 ranks under MPS: 1000 MPI_Iallreduce of 1 to 8 MiB, odd ranks on host buffers joining the kernels on copies, every result checked" \
+        env HAR_TIMEOUT=120 $mpi 4 "$stress" --iters 1000 --large --nonblocking 4 --host-buffers odd --seed $seed --expect ipc --expect ahead
+    check "stress, 4 ranks under MPS: 500 MPI_Iallreduce of 1 to 8 MiB on host buffers everywhere after a device set-up: the MPI serves them, every result checked" \
+        env HAR_TIMEOUT=120 $mpi 4 "$stress" --iters 500 --large --nonblocking 4 --host-buffers all --seed $seed --expect iallreduce --refuse ipc --refuse host_segment
     # har_allreduce_enqueue: calls queued on the application's streams
     # between its kernels, checked on the GPU; and a rank killed while its
     # peers' calls are queued.

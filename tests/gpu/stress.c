@@ -1,12 +1,17 @@
 /* Memory-ordering stress on device buffers: many back-to-back all-reduces of
  * random sizes, random delays before some ranks' calls, every result
  * checked exactly (small integers in floats, so sums are exact).
- *   stress [--iters N] [--seed S] [--expect PATH]... [--host-first] [--hog SECONDS] [--small | --medium]
+ *   stress [--iters N] [--seed S] [--expect PATH]... [--refuse PATH]... [--host-first] [--hog SECONDS] [--small | --medium | --large]
  *          [--late-input] [--input-ready] [--nonblocking K]
+ *          [--host-buffers odd|all]
+ * --expect PATH: har's counter of PATH (or of a call, "iallreduce") grew by
+ * at least the calls made; --refuse PATH: it did not grow.
  * --small: every call up to 4096 floats (16 KiB), the push kernels' sizes;
  * --medium: every call from 64 KiB + 4 bytes to 1 MiB, barrier kernels
- * that go ahead of the arrival (HAR_DEVICE_AHEAD_MAX); else one call in 8
- * up to 1 MiB.
+ * that go ahead of the arrival (HAR_DEVICE_AHEAD_MAX); --large: every call
+ * from 1 MiB + 4 bytes to 8 MiB, past HAR_DEVICE_AHEAD_MAX (blocking calls
+ * wait at the arrival; non-blocking ones go ahead, to HAR_DEVICE_START_MAX);
+ * else one call in 8 up to 1 MiB.
  * --host-first: a host all-reduce on the world before the GPU is picked, and
  * one device all-reduce not counted (the node learns of CUDA during it).
  * --hog S: at the first call and half-way, rank 0 starts a kernel of its own
@@ -22,6 +27,10 @@
  * completion call each rank picks at random (MPI_Waitall, MPI_Wait in a
  * random order, MPI_Testany, MPI_Waitsome or MPI_Testall); not with
  * --late-input.
+ * --host-buffers odd: odd ranks' buffers are host memory (pageable): they
+ * join the even ranks' kernels on copies in GPU memory; all: every rank's
+ * (after the first calls, which set the communicator up for device
+ * buffers); not with --late-input or --hog.
  * --input-ready: every other call's input copy is waited for (the legacy
  * default stream synchronised) before MPI_Allreduce, as a CUDA-aware MPI
  * asks, so that a resident grid may serve it; without it the copy from
@@ -52,21 +61,26 @@ int main(int argc, char **argv)
     }
     long iters = 100000;
     uint64_t seed = 1;
-    int expect[4], nexpect = 0, host_first = 0, small = 0, medium = 0, late_input = 0, input_ready = 0, batch_max = 1,
-        nonblocking = 0;
+    int expect[4], nexpect = 0, refuse[4], nrefuse = 0, host_first = 0, small = 0, medium = 0, late_input = 0, input_ready = 0, batch_max = 1,
+        nonblocking = 0, large = 0, host_odd = 0, host_all = 0;
     double hog = 0;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--host-first")) host_first = 1;
         else if (!strcmp(argv[a], "--small")) small = 1;
         else if (!strcmp(argv[a], "--medium")) medium = 1;
+        else if (!strcmp(argv[a], "--large")) large = 1;
         else if (!strcmp(argv[a], "--late-input")) late_input = 1;
         else if (!strcmp(argv[a], "--input-ready")) input_ready = 1;
         else if (a + 1 < argc && !strcmp(argv[a], "--hog")) hog = atof(argv[++a]);
         else if (a + 1 < argc && !strcmp(argv[a], "--nonblocking")) nonblocking = 1, batch_max = atoi(argv[++a]);
         else if (a + 1 < argc && !strcmp(argv[a], "--iters")) iters = atol(argv[++a]);
+        else if (a + 1 < argc && !strcmp(argv[a], "--host-buffers"))
+            host_odd = !strcmp(argv[++a], "odd"), host_all = !strcmp(argv[a], "all");
         else if (a + 1 < argc && !strcmp(argv[a], "--seed")) seed = strtoull(argv[++a], NULL, 10);
         else if (a + 1 < argc && !strcmp(argv[a], "--expect") && nexpect < 4)
             expect[nexpect++] = har_counter_index(argv[++a]);
+        else if (a + 1 < argc && !strcmp(argv[a], "--refuse") && nrefuse < 4)
+            refuse[nrefuse++] = har_counter_index(argv[++a]);
     }
     MPI_Init(&argc, &argv);
     int rank, size, local;
@@ -80,15 +94,19 @@ int main(int argc, char **argv)
         MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     }
     cudaSetDevice(local % ndev);
-    const int max_n = 1 << 18;
+    const int max_n = large ? 1 << 21 : 1 << 18, min_n = large ? (1 << 18) + 1 : medium ? 16385 : 1;
     enum { MAX_BATCH = 8 };
-    if (batch_max < 1 || batch_max > MAX_BATCH || (nonblocking && late_input)) {
-        fprintf(stderr, "stress: --nonblocking takes 1 to %d, and not with --late-input\n", MAX_BATCH);
+    if (batch_max < 1 || batch_max > MAX_BATCH || (nonblocking && late_input) || ((host_odd || host_all) && (late_input || hog > 0))) {
+        fprintf(stderr, "stress: --nonblocking takes 1 to %d, and not with --late-input; --host-buffers not with "
+                "--late-input or --hog\n", MAX_BATCH);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    float *host = malloc(max_n * sizeof *host), *devs[MAX_BATCH] = {NULL}, *early = NULL;
-    for (int j = 0; j < batch_max; j++)
+    int on_host = host_all || (host_odd && rank % 2);
+    float *host = malloc(max_n * sizeof *host), *devs[MAX_BATCH] = {NULL}, *hosts[MAX_BATCH] = {NULL}, *early = NULL;
+    for (int j = 0; j < batch_max; j++) {
         if (cudaMalloc((void **)&devs[j], max_n * sizeof *devs[j]) != cudaSuccess) devs[0] = NULL;
+        if (on_host && !(hosts[j] = malloc(max_n * sizeof *hosts[j]))) devs[0] = NULL;
+    }
     if (!devs[0] || cudaMalloc((void **)&early, max_n * sizeof *early) != cudaSuccess) {
         fprintf(stderr, "stress: rank %d: cudaMalloc failed\n", rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -103,9 +121,9 @@ int main(int argc, char **argv)
      * (docs/CALLS.md, "Arrival"). */
     for (int i = 0; i < 2 + host_first; i++) {
         float one = 1;
-        cudaMemcpy(dev, &one, sizeof one, cudaMemcpyHostToDevice);
+        cudaMemcpy(dev, &one, sizeof one, cudaMemcpyDefault);
         MPI_Allreduce(MPI_IN_PLACE, dev, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        cudaMemcpy(&one, dev, sizeof one, cudaMemcpyDeviceToHost);
+        cudaMemcpy(&one, dev, sizeof one, cudaMemcpyDefault);
         bad += one != (float)size;
     }
     unsigned long long before[64], after[64];
@@ -117,10 +135,10 @@ int main(int argc, char **argv)
         if (batch > iters - it) batch = (int)(iters - it);
         MPI_Request reqs[MAX_BATCH];
         for (int j = 0; j < batch; j++) {
-            int n = ns[j] = medium ? 16385 + (int)(next(&shared) % (max_n - 16384))
-                                   : 1 + (int)(next(&shared) % (next(&shared) % 8 == 0 && !small ? max_n : 4096));
+            int n = ns[j] = medium || large ? min_n + (int)(next(&shared) % (uint64_t)(max_n - min_n + 1))
+                                           : 1 + (int)(next(&shared) % (next(&shared) % 8 == 0 && !small ? max_n : 4096));
             int tag = tags[j] = (int)((it + j) % 1000);
-            dev = devs[j];
+            dev = on_host ? hosts[j] : devs[j];
             if (hog > 0 && rank == 0 && (it + j == 0 || it + j == iters / 2) && hog_start(0.5, hog) < 0) {
                 fprintf(stderr, "stress: the hog kernel could not start\n");
                 MPI_Abort(MPI_COMM_WORLD, 1);
@@ -135,7 +153,7 @@ int main(int argc, char **argv)
                 }
                 late_calls++;
             } else {
-                cudaMemcpy(dev, host, (size_t)n * sizeof *host, cudaMemcpyHostToDevice);
+                cudaMemcpy(dev, host, (size_t)n * sizeof *host, cudaMemcpyDefault);
                 if (input_ready) cudaStreamSynchronize(cudaStreamLegacy);
             }
             if (r % 16 == 0) {
@@ -179,7 +197,7 @@ int main(int argc, char **argv)
                 if (reqs[j] != MPI_REQUEST_NULL) bad++;  /* a completion call left it */
         }
         for (int j = 0; j < batch; j++) {
-            cudaMemcpy(host, devs[j], (size_t)ns[j] * sizeof *host, cudaMemcpyDeviceToHost);
+            cudaMemcpy(host, on_host ? hosts[j] : devs[j], (size_t)ns[j] * sizeof *host, cudaMemcpyDefault);
             for (int i = 0; i < ns[j]; i++) {
                 float want = 0;
                 for (int q = 0; q < size; q++) want += (float)((i + q + tags[j]) % 7);
@@ -193,6 +211,8 @@ int main(int argc, char **argv)
     for (int k = 0; k < nexpect; k++)
         if (expect[k] < 0 || (long)(after[expect[k]] - before[expect[k]]) < served)
             served = expect[k] < 0 ? 0 : (long)(after[expect[k]] - before[expect[k]]);
+    for (int k = 0; k < nrefuse; k++)
+        if (refuse[k] < 0 || after[refuse[k]] != before[refuse[k]]) served = 0;
     int resident = har_counter_index("resident");
     long totals[4] = {bad, served == iters ? 0 : 1, late_calls,
                       resident < 0 ? 0 : (long)(after[resident] - before[resident])}, sums[4];
@@ -202,7 +222,10 @@ int main(int argc, char **argv)
         printf("stress: %d ranks, %ld calls each (seed %llu): %ld wrong results, expected paths on every call: %s; "
                "%ld calls with late input, %ld served by resident grids (all ranks)\n",
                size, iters, (unsigned long long)seed, sums[0], sums[1] ? "NO" : "yes", sums[2], sums[3]);
-    for (int j = 0; j < batch_max; j++) cudaFree(devs[j]);
+    for (int j = 0; j < batch_max; j++) {
+        cudaFree(devs[j]);
+        free(hosts[j]);
+    }
     cudaFree(early);
     free(host);
     MPI_Comm_free(&node);

@@ -163,6 +163,9 @@ static unsigned reference(const har_plan_in_t *in, const har_settings_t *s, cons
     return m ? cand[0] : 0;
 }
 
+/* Started calls planned ahead beyond HAR_DEVICE_AHEAD_MAX: the sweeps must reach some. */
+static unsigned long started_beyond_blocking;
+
 static void check_plan(const har_plan_in_t *in, const har_settings_t *s)
 {
     har_plan_t p = har_plan(in, s);
@@ -192,11 +195,15 @@ static void check_plan(const har_plan_in_t *in, const har_settings_t *s)
     else
         CHECK(p.inter == -1, "no step between nodes, but transport %d", p.inter);
     /* Ahead (no host step before the kernels): the IPC kernels on one node, device buffers, push calls and
-     * calls up to HAR_DEVICE_AHEAD_MAX. */
+     * calls up to HAR_DEVICE_AHEAD_MAX (HAR_DEVICE_START_MAX for started ones). */
+    long long ahead_max = in->started ? s->device_start_max : s->device_ahead_max;
     int ahead = p.engine == HAR_PATH_IPC && in->nnodes == 1 && in->on_device &&
-                ((p.paths & B(PUSH)) || (s->device_ahead_max > 0 && in->bytes <= (uint64_t)s->device_ahead_max));
+                ((p.paths & B(PUSH)) || (ahead_max > 0 && in->bytes <= (uint64_t)ahead_max));
     CHECK(!!(p.paths & B(AHEAD)) == ahead, "ahead: paths %#x, want %d (engine %d, nodes %d, bytes %" PRIu64 ")",
           p.paths, ahead, p.engine, in->nnodes, in->bytes);
+    if (p.engine == HAR_PATH_IPC && in->nnodes == 1 && in->on_device && in->started &&
+        in->bytes > (uint64_t)s->device_ahead_max && (p.paths & B(AHEAD)))
+        started_beyond_blocking++;
     /* Streamed: the ring alone on its node, on host buffers, by the host segment, unchecked. */
     int streamed = transport == HAR_PATH_RING && inter && in->local_size == 1 && in->uniform && in->host_buffers &&
                    !s->check && p.engine == HAR_PATH_HOST_SEGMENT;
@@ -224,7 +231,8 @@ static void sweep_plans(const har_settings_t *s)
                         (uint64_t)s->nccl_min_bytes - 1, (uint64_t)s->doubling_max,
                         (uint64_t)s->doubling_max + 1, (uint64_t)s->device_host_max,
                         (uint64_t)s->device_host_max + 1, (uint64_t)s->device_ahead_max,
-                        (uint64_t)s->device_ahead_max + 1};
+                        (uint64_t)s->device_ahead_max + 1, (uint64_t)s->device_start_max,
+                        (uint64_t)s->device_start_max + 1};
     for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++)
         for (size_t l = 0; l < 5; l++)
             for (size_t k = 0; k < 3; k++)
@@ -237,9 +245,11 @@ static void sweep_plans(const har_settings_t *s)
                                         har_plan_in_t in = {sizes[b], 4, locals[l], nodes[k], uniform || nodes[k] == 1,
                                                             device, shared, kinds[t][0], kinds[t][1],
                                                             har_engine_set(), engines[e], forced[f], "TEST_CLASS/1",
-                                                            !device};
+                                                            !device, 0};
                                         check_plan(&in, s);
                                         in.host_buffers = 0;  /* device buffers the node did not agree on */
+                                        check_plan(&in, s);
+                                        in.started = 1;  /* MPI_Iallreduce, MPI_Start */
                                         check_plan(&in, s);
                                     }
 }
@@ -287,7 +297,7 @@ static void check_table(void)
          * is on device buffers. */
         if (cases[i].device && !har_engines[HAR_PATH_IPC]) continue;
         har_plan_in_t in = {cases[i].bytes, 4, cases[i].local, cases[i].nodes, 1, cases[i].device, 0, HAR_DT_F32,
-                            HAR_OP_SUM, har_engine_set(), cases[i].engines, 0, cases[i].cls, !cases[i].device};
+                            HAR_OP_SUM, har_engine_set(), cases[i].engines, 0, cases[i].cls, !cases[i].device, 0};
         har_plan_t p = har_plan(&in, &s);
         unsigned got = p.paths & (HOST1 | HOST2 | IPC1 | IPC2 | B(NCCL) | B(MPI));
         CHECK(got == cases[i].want, "table case %zu (bytes %" PRIu64 ", %s): got %#x, want %#x", i, cases[i].bytes,
@@ -296,7 +306,7 @@ static void check_table(void)
     }
     /* A forced choice beats the table. */
     har_plan_in_t in = {1, 4, 2, 1, 1, 1, 0, HAR_DT_F32, HAR_OP_SUM, har_engine_set(), all, B(HOST_SEGMENT),
-                        "GPU_A/nvlink", 0};
+                        "GPU_A/nvlink", 0, 0};
     CHECK(har_plan(&in, &s).engine == HAR_PATH_HOST_SEGMENT, "forced host_segment over the table");
 
     static const char *const bad_tables[] = {
@@ -443,10 +453,12 @@ int main(int argc, char **argv)
                                     .inter_path = inters[(o + d) % 4], .doubling_max = shots[(m + 1) % 4],
                                     .device_host_max = shots[(o + m) % 4], .device_push_max = shots[(d + m + 1) % 4],
                                     .device_ahead_max = shots[(o + d + 2) % 4],
+                                    .device_start_max = shots[(o + m + 3) % 4],
                                     .check = d == 3 && m == 3,
                                     .max_bytes = 1ll << 50};
                 sweep_plans(&s);
             }
+    CHECK(started_beyond_blocking > 0, "no started call was planned on the kernels beyond HAR_DEVICE_AHEAD_MAX");
     check_table();
     check_derive();
     check_grid();
