@@ -160,7 +160,11 @@ else
             local out
             out=$(timeout 90 $mpi 4 "$bin/gpu/enqueue" --kill-at 500 --seed $seed 2>&1)
             echo "$out" | grep -E '^enqueue|har' | head -20
-            [ "$(echo "$out" | grep -c 'failed at call')" = 3 ] && echo "$out" | grep -q 'failed at call .*died' && [ "$(echo "$out" | grep -c 'streams ended')" = 3 ]
+            # The failed call's MPI error string is har's class ("a peer ...
+            # reported a failure"); har's error text on each survivor names
+            # the death.
+            [ "$(echo "$out" | grep -c 'failed at call')" = 3 ] && [ "$(echo "$out" | grep -c 'streams ended')" = 3 ] &&
+                [ "$(echo "$out" | grep -cE 'error: rank [023]: rank 1 \(world rank 1, .*\) died')" = 3 ]
         }
         check "enqueue, 4 ranks under MPS: a rank killed while its peers' calls are queued; every survivor's streams end and its next call fails naming the death" \
             check_kill_enqueued
