@@ -240,9 +240,11 @@ static har_status_t set_up_for_device(har_comm_t *c, har_plan_in_t in, agreed_t 
     in.shared_gpu = c->gpu.shared_gpu;
     in.cls = c->gpu.cls;
     agreed->ctx_ranks = agreed->current_ranks;
-    /* The engines of the smallest calls and of the largest that go ahead
-     * (the same engine, as the shipped rules stand), for a type and op
-     * the kernels reduce (this call's may not be one). */
+    /* The engines of the smallest calls and of the largest blocking ones
+     * that go ahead (the same engine, as the shipped rules stand; started
+     * calls up to HAR_DEVICE_START_MAX take it too unless the table picks
+     * another), for a type and op the kernels reduce (this call's may not
+     * be one). */
     in.dev_type = HAR_DT_F32;
     in.dev_op = HAR_OP_SUM;
     in.elem = 4;

@@ -136,8 +136,10 @@ typedef struct ipc {
     /* Smaller staging areas a larger call replaced, freed with the engine:
      * cudaFree waits for the whole device, so for kernels of this rank gone
      * ahead on other communicators, whose peers may wait for this call.
-     * Doubling from 1 MiB to a call's size (below 2^63) retires at most 43. */
-    char *ahead_retired[43];
+     * A joined call is at most HAR_DEVICE_AHEAD_MAX or HAR_DEVICE_START_MAX
+     * bytes, both capped at 2^50 (core/config.h): doubling from 1 MiB
+     * retires at most 30 areas. */
+    char *ahead_retired[30];
     int nretired;
     /* The resident push grid (HAR_DEVICE_RESIDENT): on a non-blocking
      * stream of its own, so that the application's legacy default stream

@@ -5,7 +5,8 @@
 // on the peers: a flag line per (writer, block) in the reader's own memory,
 // written remotely with a system-scope release after the block's data,
 // polled locally (relaxed loads, then an acquire fence). On one node a
-// rank may launch before its peers have called (HAR_DEVICE_AHEAD_MAX): its
+// rank may launch before its peers have called (HAR_DEVICE_AHEAD_MAX;
+// HAR_DEVICE_START_MAX for MPI_Iallreduce and MPI_Start): its
 // blocks then wait for theirs on the GPU, and the first barrier carries
 // each call's count and signature so that a differing call is found, not
 // mixed. Elsewhere the host has seen every peer arrive before launching.

@@ -131,7 +131,9 @@ else
     # Past HAR_DEVICE_AHEAD_MAX non-blocking calls still go ahead (to
     # HAR_DEVICE_START_MAX), where blocking ones wait at the arrival; a rank
     # whose buffers are on the host joins on copies; where every rank's
-    # are, no rank went ahead and the MPI serves the call.
+    # are, no rank went ahead and the MPI serves the call (--expect
+    # iallreduce: every call reached har's wrapper, so that --refuse has
+    # something to refuse).
     for run in 2:2000 4:2000 8:1000; do
         np=${run%:*} iters=${run#*:}
         check "stress, $np ranks under MPS: $iters MPI_Iallreduce of 1 to 8 MiB, up to 8 in flight on the barrier kernels gone ahead, every result checked" \
