@@ -1,8 +1,8 @@
 /* Memory-ordering stress on device buffers: many back-to-back all-reduces of
  * random sizes, random delays before some ranks' calls, every result
  * checked exactly (small integers in floats, so sums are exact).
- *   stress [--iters N] [--seed S] [--expect PATH]... [--refuse PATH]... [--host-first] [--hog SECONDS] [--small | --medium | --large]
- *          [--late-input] [--input-ready] [--nonblocking K]
+ *   stress [--iters N] [--seed S] [--expect PATH]... [--refuse PATH]... [--host-first] [--hog SECONDS]
+ *          [--small | --medium | --large] [--late-input] [--input-ready] [--nonblocking K]
  *          [--host-buffers odd|all]
  * --expect PATH: har's counter of PATH (or of a call, "iallreduce") grew by
  * at least the calls made; --refuse PATH: it did not grow.
@@ -61,8 +61,8 @@ int main(int argc, char **argv)
     }
     long iters = 100000;
     uint64_t seed = 1;
-    int expect[4], nexpect = 0, refuse[4], nrefuse = 0, host_first = 0, small = 0, medium = 0, late_input = 0, input_ready = 0, batch_max = 1,
-        nonblocking = 0, large = 0, host_odd = 0, host_all = 0;
+    int expect[4], nexpect = 0, refuse[4], nrefuse = 0, host_first = 0, small = 0, medium = 0, large = 0,
+        late_input = 0, input_ready = 0, batch_max = 1, nonblocking = 0, host_odd = 0, host_all = 0;
     double hog = 0;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--host-first")) host_first = 1;
@@ -96,7 +96,8 @@ int main(int argc, char **argv)
     cudaSetDevice(local % ndev);
     const int max_n = large ? 1 << 21 : 1 << 18, min_n = large ? (1 << 18) + 1 : medium ? 16385 : 1;
     enum { MAX_BATCH = 8 };
-    if (batch_max < 1 || batch_max > MAX_BATCH || (nonblocking && late_input) || ((host_odd || host_all) && (late_input || hog > 0))) {
+    if (batch_max < 1 || batch_max > MAX_BATCH || (nonblocking && late_input) ||
+        ((host_odd || host_all) && (late_input || hog > 0))) {
         fprintf(stderr, "stress: --nonblocking takes 1 to %d, and not with --late-input; --host-buffers not with "
                 "--late-input or --hog\n", MAX_BATCH);
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -135,8 +136,9 @@ int main(int argc, char **argv)
         if (batch > iters - it) batch = (int)(iters - it);
         MPI_Request reqs[MAX_BATCH];
         for (int j = 0; j < batch; j++) {
-            int n = ns[j] = medium || large ? min_n + (int)(next(&shared) % (uint64_t)(max_n - min_n + 1))
-                                           : 1 + (int)(next(&shared) % (next(&shared) % 8 == 0 && !small ? max_n : 4096));
+            int n = ns[j] =
+                medium || large ? min_n + (int)(next(&shared) % (uint64_t)(max_n - min_n + 1))
+                                : 1 + (int)(next(&shared) % (next(&shared) % 8 == 0 && !small ? max_n : 4096));
             int tag = tags[j] = (int)((it + j) % 1000);
             dev = on_host ? hosts[j] : devs[j];
             if (hog > 0 && rank == 0 && (it + j == 0 || it + j == iters / 2) && hog_start(0.5, hog) < 0) {
