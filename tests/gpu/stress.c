@@ -74,8 +74,13 @@ int main(int argc, char **argv)
         else if (a + 1 < argc && !strcmp(argv[a], "--hog")) hog = atof(argv[++a]);
         else if (a + 1 < argc && !strcmp(argv[a], "--nonblocking")) nonblocking = 1, batch_max = atoi(argv[++a]);
         else if (a + 1 < argc && !strcmp(argv[a], "--iters")) iters = atol(argv[++a]);
-        else if (a + 1 < argc && !strcmp(argv[a], "--host-buffers"))
+        else if (a + 1 < argc && !strcmp(argv[a], "--host-buffers")) {
             host_odd = !strcmp(argv[++a], "odd"), host_all = !strcmp(argv[a], "all");
+            if (!host_odd && !host_all) {
+                fprintf(stderr, "stress: --host-buffers takes odd or all, not %s\n", argv[a]);
+                return 2;
+            }
+        }
         else if (a + 1 < argc && !strcmp(argv[a], "--seed")) seed = strtoull(argv[++a], NULL, 10);
         else if (a + 1 < argc && !strcmp(argv[a], "--expect") && nexpect < 4)
             expect[nexpect++] = har_counter_index(argv[++a]);
