@@ -117,6 +117,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "stress: rank %d: cudaMalloc failed\n", rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    /* The timed calls' buffers; the set-up calls below use devs[0] on every rank. */
+    float *bufs[MAX_BATCH];
+    for (int j = 0; j < batch_max; j++) bufs[j] = on_host ? hosts[j] : devs[j];
     float *dev = devs[0];
     uint64_t shared = seed, mine = seed ^ (uint64_t)(rank + 1) * 0x51ed27;
     long bad = 0, late_calls = 0;
@@ -145,7 +148,7 @@ int main(int argc, char **argv)
                 medium || large ? min_n + (int)(next(&shared) % (uint64_t)(max_n - min_n + 1))
                                 : 1 + (int)(next(&shared) % (next(&shared) % 8 == 0 && !small ? max_n : 4096));
             int tag = tags[j] = (int)((it + j) % 1000);
-            dev = on_host ? hosts[j] : devs[j];
+            dev = bufs[j];
             if (hog > 0 && rank == 0 && (it + j == 0 || it + j == iters / 2) && hog_start(0.5, hog) < 0) {
                 fprintf(stderr, "stress: the hog kernel could not start\n");
                 MPI_Abort(MPI_COMM_WORLD, 1);
@@ -204,7 +207,7 @@ int main(int argc, char **argv)
                 if (reqs[j] != MPI_REQUEST_NULL) bad++;  /* a completion call left it */
         }
         for (int j = 0; j < batch; j++) {
-            cudaMemcpy(host, on_host ? hosts[j] : devs[j], (size_t)ns[j] * sizeof *host, cudaMemcpyDefault);
+            cudaMemcpy(host, bufs[j], (size_t)ns[j] * sizeof *host, cudaMemcpyDefault);
             for (int i = 0; i < ns[j]; i++) {
                 float want = 0;
                 for (int q = 0; q < size; q++) want += (float)((i + q + tags[j]) % 7);
