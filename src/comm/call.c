@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "comm/call.h"
+#include "core/fiber.h"
 #include "core/log.h"
 #include "core/test.h"
 #include "host/check.h"
@@ -306,13 +307,160 @@ struct har_comm_pending {
     uint64_t no;
     har_status_t st;
     _Atomic int ended, busy;  /* busy: a test under way (one thread tests at a time) */
+    /* A call across nodes: the blocking path in a fiber (core/fiber.h),
+     * made when the calls before it on its communicator have ended. */
+    int across;
+    har_fiber_t *fiber;
+    har_call_t call;        /* its copy, which the plan marks up */
+    unsigned forced;
+    unsigned paths;         /* its plan's, once ended */
+    struct har_comm_pending *next_across;
 };
+
+/* ---- Started calls across nodes ------------------------------------------
+ *
+ * Across nodes a started call runs the blocking path (har_comm_plan's
+ * arrival, the engine's run, the ring between nodes) in a fiber, whose
+ * waits give the thread back. The calls wait in this list in the order
+ * they were posted; the first of each communicator runs, the others wait
+ * for it: a communicator's calls take its state in turn, in the order
+ * every rank posted them. Every pass (a completion call's, a wait of a
+ * blocking call's, a post's) resumes each runnable one once. */
+static har_comm_pending_t *across_first, **across_last = &across_first;
+static _Atomic int across_open;     /* in the list: read without the lock */
+static _Atomic int across_busy;     /* a pass under way (one at a time) */
+
+static har_status_t plan_call(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan);
+static int thread_multiple(void);
+
+/* The fiber's body: the blocking call, its failure the communicator's. */
+static void run_across(void *arg)
+{
+    har_comm_pending_t *p = arg;
+    har_comm_t *c = p->c;
+    har_plan_t plan = {.engine = HAR_PATH_MPI};
+    har_status_t st = plan_call(c, &p->call, p->forced, &plan);
+    if (st == HAR_OK && plan.engine == HAR_PATH_MPI) {
+        /* The MPI is no candidate across nodes unless forced, which
+         * har_comm_start saw: the MPI's call on the application's
+         * communicator could now come between the application's own. */
+        har_note("a started call across nodes was planned for the MPI");
+        har_node_fail(&c->node, HAR_ERR_INTERNAL, -1, "started");
+        st = HAR_ERR_INTERNAL;
+    }
+    if (st == HAR_OK) st = har_comm_run(c, &p->call, &plan);
+    har_comm_done();
+    if (st != HAR_OK) st = har_comm_fail(c, st);
+    p->st = st;
+    p->paths = plan.paths | HAR_BIT(PROGRESSED);
+}
+
+/* May p run: is it the first of its communicator in the list? */
+static int runnable(const har_comm_pending_t *p)
+{
+    for (const har_comm_pending_t *q = across_first; q != p; q = q->next_across)
+        if (q->c == p->c) return 0;
+    return 1;
+}
+
+static void across_remove(har_comm_pending_t *p)
+{
+    har_comm_pending_t **at = &across_first;
+    while (*at != p) at = &(*at)->next_across;
+    *at = p->next_across;
+    if (across_last == &p->next_across) across_last = at;
+    atomic_fetch_sub(&across_open, 1);
+}
+
+void har_comm_progress(void)
+{
+    int idle = 0;
+    if (!atomic_load_explicit(&across_open, memory_order_acquire) || har_fiber_inside() ||
+        !atomic_compare_exchange_strong(&across_busy, &idle, 1))
+        return;
+    for (har_comm_pending_t *p = across_first, *next; p; p = next) {
+        next = p->next_across;
+        if (!runnable(p)) continue;
+        if (!p->fiber && !(p->fiber = har_fiber_new(run_across, p))) {
+            /* It cannot begin; its peers' calls began or will: the
+             * communicator fails, and they hear it. */
+            p->st = har_comm_fail(p->c, HAR_ERR_INTERNAL);
+            p->paths = HAR_BIT(PROGRESSED);
+        } else if (!har_fiber_resume(p->fiber)) {
+            continue;
+        }
+        har_fiber_free(p->fiber);
+        p->fiber = NULL;
+        p->c = NULL;
+        across_remove(p);
+        atomic_store_explicit(&p->ended, 1, memory_order_release);
+    }
+    atomic_store(&across_busy, 0);
+}
+
+int har_comm_across_open(void) { return atomic_load_explicit(&across_open, memory_order_acquire) > 0; }
+
+/* Does comm c have a started call across nodes in the list? */
+static int across_on(const har_comm_t *c)
+{
+    if (!har_comm_across_open()) return 0;
+    for (const har_comm_pending_t *p = across_first; p; p = p->next_across)
+        if (p->c == c) return 1;
+    return 0;
+}
+
+/* Every started call across nodes on c ends (a later call on c, or c's
+ * end, takes its state). `drive`: the MPI's own requests progress
+ * meanwhile, as in end_older. */
+static void end_across(har_comm_t *c, int drive)
+{
+    while (across_on(c)) {
+        har_comm_progress();
+        int flag;
+        if (drive) PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, c->node.comm, &flag, MPI_STATUS_IGNORE);
+    }
+}
+
+/* A started call on a communicator across nodes: the fiber's, where every
+ * rank can tell from what they share that har serves it. Its first pass
+ * runs here (its arrival is posted for its peers). */
+static har_status_t start_across(har_comm_t *c, const har_call_t *call, unsigned forced, har_plan_t *plan,
+                                 har_comm_pending_t **pending)
+{
+    /* Under MPI_THREAD_MULTIPLE another thread may call on c meanwhile;
+     * the MPI serves the call (thread level and settings are alike on
+     * every rank). */
+    if (thread_multiple()) return HAR_OK;
+    har_plan_in_t in = plan_in(c, call, forced);
+    *plan = har_plan(&in, &c->set);
+    if (plan->engine == HAR_PATH_MPI) return HAR_OK;  /* HAR_ALGO=mpi: across nodes the only way to the MPI */
+    har_comm_pending_t *p = calloc(1, sizeof *p);
+    if (!p) {
+        har_note("no memory for a non-blocking call");
+        return HAR_ERR_INTERNAL;  /* its peers' calls go on: the caller fails the communicator */
+    }
+    p->c = c;
+    p->across = 1;
+    p->call = *call;
+    p->forced = forced;
+    *across_last = p;
+    across_last = &p->next_across;
+    atomic_fetch_add(&across_open, 1);
+    plan->paths = HAR_BIT(PROGRESSED);  /* its paths are counted when it ends */
+    *pending = p;
+    har_comm_progress();
+    return HAR_OK;
+}
 
 /* Tests p once; 1 once it has ended. A call that failed fails its
  * communicator for good, as a blocking call does. */
 static int advance(har_comm_pending_t *p)
 {
     if (atomic_load_explicit(&p->ended, memory_order_acquire)) return 1;
+    if (p->across) {
+        har_comm_progress();
+        return atomic_load_explicit(&p->ended, memory_order_acquire);
+    }
     int idle = 0;
     if (!atomic_compare_exchange_strong(&p->busy, &idle, 1)) return 0;
     har_status_t st;
@@ -340,6 +488,12 @@ int har_comm_pending_test(har_comm_pending_t *p, har_status_t *st)
     return 1;
 }
 
+unsigned har_comm_pending_paths(const har_comm_pending_t *p, size_t *count)
+{
+    *count = p->call.count;
+    return p->across ? p->paths : 0;
+}
+
 void har_comm_pending_free(har_comm_pending_t *p) { free(p); }
 
 /* Call `no` takes the arrival record and the device slots of the call two
@@ -357,6 +511,7 @@ static void end_older(har_comm_t *c, uint64_t no, int drive)
 
 void har_comm_end_open(har_comm_t *c)
 {
+    end_across(c, 0);
     end_older(c, c->calls, 0);
     end_older(c, c->calls + 1, 0);
 }
@@ -476,6 +631,13 @@ static int goes_ahead(const har_comm_t *c, const har_call_t *call)
 
 har_status_t har_comm_plan(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan)
 {
+    end_across(c, 1);  /* the started calls before it on c */
+    return plan_call(c, call, forced, plan);
+}
+
+/* har_comm_plan once c's started calls before this one have ended. */
+static har_status_t plan_call(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan)
+{
     har_node_t *node = &c->node;
     har_node_seg_hdr_t *hdr = node->seg.hdr;
     call->beside = atomic_fetch_add(&in_progress, 1) > 0;
@@ -524,12 +686,15 @@ har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, ha
     *pending = NULL;
     mpi_plan(plan);
     if (failed_before(c)) return HAR_ERR_PEER_FAILED;
-    /* Every rank decides alike: one node, a communicator set up for device
-     * buffers (set-up and survey are blocking collectives, made by a
-     * blocking call: a communicator's first calls go to the MPI), and a
-     * plan that goes ahead on an engine that starts calls; or a plan on an
-     * engine whose calls start anywhere (the test build's). */
-    if (c->mode != HAR_COMM_SERVED || node->nnodes != 1 || har_plan_declines(call->bytes, &c->set)) return HAR_OK;
+    /* Every rank decides alike, from what they share: a communicator set
+     * up (set-up and survey are blocking collectives, made by a blocking
+     * call: a communicator's first calls go to the MPI) and a size har
+     * takes. Across nodes the blocking path serves it in a fiber. On one
+     * node, a communicator set up for device buffers and a plan that goes
+     * ahead on an engine that starts calls; or a plan on an engine whose
+     * calls start anywhere (the test build's). */
+    if (c->mode != HAR_COMM_SERVED || har_plan_declines(call->bytes, &c->set)) return HAR_OK;
+    if (node->nnodes > 1) return start_across(c, call, forced, plan, pending);
     har_plan_in_t in = plan_in(c, call, forced);
     in.started = 1;  /* its own size limit for going ahead: HAR_DEVICE_START_MAX */
     *plan = har_plan(&in, &c->set);  /* offers only engines not failed */

@@ -26,14 +26,16 @@ HAR_HIDDEN har_status_t har_comm_fail(har_comm_t *c, har_status_t st);
 /* A non-blocking call (MPI_Iallreduce) har serves itself, started and
  * owned by its request (entry/requests.c) until it ends and is freed. */
 typedef struct har_comm_pending har_comm_pending_t;
-/* Plans a non-blocking call. har serves it where its plan goes ahead on an
- * engine that can start calls, on a communicator already set up for its
- * device buffers: a decision every rank makes alike from what they share.
- * Then *pending is the call started here, or NULL where this rank's
- * buffers are not on the kernels' GPU and it served the call before
- * returning (plan->engine says which); else plan->engine is the MPI and
- * the MPI's non-blocking call serves it. A failure fails the communicator
- * for good, as in a blocking call. */
+/* Plans a non-blocking call. On one node har serves it where its plan
+ * goes ahead on an engine that can start calls, on a communicator already
+ * set up for its device buffers; across nodes wherever a blocking call set
+ * the communicator up (outside MPI_THREAD_MULTIPLE), running the blocking
+ * path in a fiber that the completion calls move on: decisions every rank
+ * makes alike from what they share. Then *pending is the call started
+ * here, or NULL where this rank's buffers are not on the kernels' GPU and
+ * it served the call before returning (plan->engine says which); else
+ * plan->engine is the MPI and the MPI's non-blocking call serves it. A
+ * failure fails the communicator for good, as in a blocking call. */
 HAR_HIDDEN har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan,
                                        har_comm_pending_t **pending);
 /* Plans a stream-ordered call (har_allreduce_enqueue) and, where har's
@@ -50,8 +52,18 @@ HAR_HIDDEN har_status_t har_comm_enqueue(har_comm_t *c, har_call_t *call, unsign
 /* Without waiting: 1 once the call has ended (its status in *st, the MPI's
  * class of a differing call included), 0 while it runs. */
 HAR_HIDDEN int har_comm_pending_test(har_comm_pending_t *p, har_status_t *st);
+/* The paths of an ended call that are counted only now (a started call
+ * across nodes plans at its arrival, after the post), and its count; 0
+ * where the post counted them. */
+HAR_HIDDEN unsigned har_comm_pending_paths(const har_comm_pending_t *p, size_t *count);
 /* Gives an ended call back. */
 HAR_HIDDEN void har_comm_pending_free(har_comm_pending_t *p);
+/* Moves every started call across nodes on, once each, up to its next
+ * wait for a peer: what each completion call does (and a blocking call's
+ * waits, through core/fiber.h). Nothing from inside one. */
+HAR_HIDDEN void har_comm_progress(void);
+/* Are any started calls across nodes still running? (A load.) */
+HAR_HIDDEN int har_comm_across_open(void);
 /* Ends every call started on c (the state is about to go): waits without
  * driving the MPI. */
 HAR_HIDDEN void har_comm_end_open(har_comm_t *c);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "comm/call.h"
+#include "core/fiber.h"
 #include "node/machine.h"
 #include "node/share.h"
 #include "core/log.h"
@@ -188,6 +189,7 @@ static int self_delete_cb(MPI_Comm comm, int kv, void *attr, void *extra)
 
 void har_comm_init(void)
 {
+    har_fiber_set_progress(har_comm_progress);  /* har's blocking waits move the started calls across nodes on */
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_cb, &keyval, NULL);
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_delete_cb, &self_keyval, NULL);
     PMPI_Comm_set_attr(MPI_COMM_SELF, self_keyval, NULL);

@@ -1,6 +1,6 @@
 /* Device-engine helpers (stream.h). */
-#include <sched.h>
 #include <cuda_runtime_api.h>
+#include "core/fiber.h"
 #include "core/log.h"
 #include "cuda/driver.h"
 #include "cuda/stream.h"
@@ -59,13 +59,14 @@ static har_status_t wait_until(int (*done)(void *ctx), void *ctx, cudaStream_t s
                                const har_cuda_watch_t *watch, const char *step)
 {
     double started = har_node_seg_now();
+    int fiber = har_fiber_inside();  /* gives the thread back at once, and looks around every 16 passes */
     for (unsigned long i = 0;; i++) {
         int r = done(ctx);
         if (r > 0) return HAR_OK;
         if (r < 0) return har_cuda_status(-r, step);
-        if (i < 4096) continue;
-        sched_yield();
-        if (i % 256) continue;
+        if (i < 4096 && !fiber) continue;
+        har_fiber_pause(NULL);
+        if (i % (fiber ? 16 : 256)) continue;
         /* A kernel that faulted never writes its flags: the stream says so. */
         cudaError_t e = cudaStreamQuery(s);
         if (e != cudaSuccess && e != cudaErrorNotReady) return har_cuda_status(e, step);

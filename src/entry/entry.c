@@ -83,6 +83,8 @@ static const char *mpi_flavour(void)
 #endif
 }
 
+static int served_late(unsigned paths, const char *what, size_t count, MPI_Comm comm, int rc);
+
 static void init(void)
 {
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -93,6 +95,7 @@ static void init(void)
     har_node_init();
     if (__atomic_load_n(&at_mpi_init, __ATOMIC_RELAXED)) har_node_census();
     har_comm_init();
+    har_requests_count_with(served_late);
 #ifdef HAR_TEST_HOOKS
     har_test_set_rank(world_rank);
 #endif
@@ -269,6 +272,12 @@ static int served_by(unsigned paths, const char *what, har_count_t count, MPI_Co
     return rc;
 }
 
+/* A started call counted when it ended (requests.h's har_served_t). */
+static int served_late(unsigned paths, const char *what, size_t count, MPI_Comm comm, int rc)
+{
+    return served_by(HAR_BIT(SEEN) | paths, what, (har_count_t)count, comm, rc);
+}
+
 int har_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
     return har_allreduce_count(sbuf, rbuf, count, type, op, comm, HAR_BINDING_INT);
@@ -335,7 +344,10 @@ static har_start_t start(har_comm_t *c, har_call_t *call, MPI_Comm comm, const c
         *rc = har_error_code(st);
         PMPI_Comm_call_errhandler(comm, *rc);
     }
-    *rc = served_by(HAR_BIT(SEEN) | plan.paths, what, (har_count_t)call->count, comm, *rc);
+    /* A started call across nodes is counted when it ends: its plan is
+     * made at its arrival (served_late). */
+    if (!(plan.paths & HAR_BIT(PROGRESSED)))
+        *rc = served_by(HAR_BIT(SEEN) | plan.paths, what, (har_count_t)call->count, comm, *rc);
     inside_har = 0;
     return st == HAR_OK ? HAR_START_OWN : HAR_START_FAILED;
 }

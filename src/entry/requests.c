@@ -38,6 +38,9 @@ typedef struct entry {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static entry_t *head;
 int har_staged_live;
+static har_served_t served;
+
+void har_requests_count_with(har_served_t fn) { served = fn; }
 
 void *har_request_reserve(void) { return calloc(1, sizeof(entry_t)); }
 
@@ -125,7 +128,11 @@ static int own_ended(entry_t *e)
     if (!e->own || e->state != ACTIVE) return 1;
     har_status_t st;
     if (!har_comm_pending_test(e->own, &st)) return 0;
+    size_t count;
+    unsigned paths = har_comm_pending_paths(e->own, &count);
     *e->own_rc = har_error_code(st);
+    if (paths && served)
+        *e->own_rc = served(paths, e->persistent ? "MPI_Start" : "MPI_Iallreduce", count, e->comm, *e->own_rc);
     e->state = DONE;
     PMPI_Grequest_complete(e->har_start ? e->stand_in : e->req);
     return 1;
@@ -381,12 +388,40 @@ static int own_progress(int n, entry_t *e[])
  * them to reach har's call), with the test of the same form (MPI_Waitall:
  * a probe). */
 
+/* Nor can any wait block in the MPI while a started call across nodes
+ * runs (har's or not among its requests): that call moves only when har
+ * moves it, and a peer may wait for it before it completes what this
+ * wait waits for. Until `all` (else any) of the live requests are
+ * complete, or no such call runs any more, they are looked at
+ * (MPI_Request_get_status: it completes nothing, and moves the MPI) between
+ * passes of those calls; the MPI's wait then returns at once, or blocks
+ * with nothing of har's left to move. */
+static void move_across(int n, const MPI_Request reqs[], int all)
+{
+    while (har_comm_across_open()) {
+        har_comm_progress();
+        int live = 0, complete = 0;
+        for (int i = 0; i < n; i++) {
+            int flag = 0;
+            if (reqs[i] == MPI_REQUEST_NULL) continue;
+            live++;
+            PMPI_Request_get_status(reqs[i], &flag, MPI_STATUS_IGNORE);
+            complete += flag != 0;
+        }
+        if (live == 0 || (all ? complete == live : complete > 0)) return;
+    }
+}
+
 int har_staged_wait(MPI_Request *req, MPI_Status *status)
 {
     entry_t *e;
-    if (!claim(1, req, &e)) return PMPI_Wait(req, status);
+    if (!claim(1, req, &e)) {
+        move_across(1, req, 1);
+        return PMPI_Wait(req, status);
+    }
     MPI_Request r = mpi_view(e, *req);
     for (int flag; !own_ended(e);) PMPI_Test(&r, &flag, MPI_STATUS_IGNORE);  /* incomplete: it only moves the MPI */
+    move_across(1, &r, 1);
     int rc = PMPI_Wait(&r, status);
     if (!kept(e)) *req = r;
     if (rc == MPI_SUCCESS) return finish(e, 1);
@@ -397,7 +432,10 @@ int har_staged_wait(MPI_Request *req, MPI_Status *status)
 int har_staged_test(MPI_Request *req, int *flag, MPI_Status *status)
 {
     entry_t *e;
-    if (!claim(1, req, &e)) return PMPI_Test(req, flag, status);
+    if (!claim(1, req, &e)) {
+        har_comm_progress();
+        return PMPI_Test(req, flag, status);
+    }
     MPI_Request r = mpi_view(e, *req);
     own_ended(e);
     *flag = 0;
@@ -435,10 +473,12 @@ int har_staged_waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 {
     room_t r;
     int found = claim_all(&r, n, reqs, 1, statuses);
+    if (found == 0) move_across(n, reqs, 1);
     if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Waitall(n, reqs, statuses);
     /* Not MPI_Testall, which MPICH 4 fails with a persistent collective
      * among the requests: a probe moves the MPI's progress as well. */
     for (int flag; !own_progress(n, r.e);) PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    move_across(n, r.view, 1);
     int rc = PMPI_Waitall(n, r.view, r.st);
     unview(&r, n, reqs);
     rc = settle_all(n, r.view, r.e, r.st, rc, 1);
@@ -450,6 +490,7 @@ int har_staged_testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses
 {
     room_t r;
     int found = claim_all(&r, n, reqs, 1, statuses);
+    if (found == 0) har_comm_progress();
     if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Testall(n, reqs, flag, statuses);
     own_progress(n, r.e);
     *flag = 0;
@@ -477,10 +518,12 @@ int har_staged_waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status
 {
     room_t r;
     int found = claim_all(&r, n, reqs, 0, NULL);
+    if (found == 0) move_across(n, reqs, 0);
     if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Waitany(n, reqs, index, status);
     *index = MPI_UNDEFINED;
     int rc = MPI_SUCCESS, flag = 0;
     while (!own_progress(n, r.e) && (rc = PMPI_Testany(n, r.view, index, &flag, status)) == MPI_SUCCESS && !flag) {}
+    if (rc == MPI_SUCCESS && !flag) move_across(n, r.view, 0);
     if (rc == MPI_SUCCESS && !flag) rc = PMPI_Waitany(n, r.view, index, status);
     unview(&r, n, reqs);
     int completed = *index >= 0 && *index < n;  /* with an error, index names the request that failed */
@@ -493,6 +536,7 @@ int har_staged_testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Sta
 {
     room_t r;
     int found = claim_all(&r, n, reqs, 0, NULL);
+    if (found == 0) har_comm_progress();
     if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Testany(n, reqs, index, flag, status);
     own_progress(n, r.e);
     *index = MPI_UNDEFINED;
@@ -530,11 +574,13 @@ int har_staged_waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
 {
     room_t r;
     int found = claim_all(&r, n, reqs, 1, statuses);
+    if (found == 0) move_across(n, reqs, 0);
     if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Waitsome(n, reqs, outcount, indices, statuses);
     *outcount = MPI_UNDEFINED;
     int rc = MPI_SUCCESS, some = 0;
     while (!own_progress(n, r.e) && (rc = PMPI_Testsome(n, r.view, outcount, indices, r.st)) == MPI_SUCCESS &&
            !(some = *outcount != 0)) {}
+    if (rc == MPI_SUCCESS && !some) move_across(n, r.view, 0);
     if (rc == MPI_SUCCESS && !some) rc = PMPI_Waitsome(n, r.view, outcount, indices, r.st);
     unview(&r, n, reqs);
     rc = settle_some(n, r.view, r.e, rc, *outcount, indices, r.st);
@@ -546,6 +592,7 @@ int har_staged_testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
 {
     room_t r;
     int found = claim_all(&r, n, reqs, 1, statuses);
+    if (found == 0) har_comm_progress();
     if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Testsome(n, reqs, outcount, indices, statuses);
     own_progress(n, r.e);
     *outcount = MPI_UNDEFINED;
@@ -559,7 +606,10 @@ int har_staged_testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
 int har_staged_request_get_status(MPI_Request req, int *flag, MPI_Status *status)
 {
     entry_t *e;
-    if (!claim(1, &req, &e)) return PMPI_Request_get_status(req, flag, status);
+    if (!claim(1, &req, &e)) {
+        har_comm_progress();
+        return PMPI_Request_get_status(req, flag, status);
+    }
     own_ended(e);
     int rc = PMPI_Request_get_status(mpi_view(e, req), flag, status);
     /* Complete: the results belong in the application's buffer now, though

@@ -50,6 +50,13 @@ HAR_HIDDEN int har_request_persistent(void *slot, har_stage_t *s, struct har_cal
  * made: the call then ends first). */
 struct har_comm_pending;
 HAR_HIDDEN int har_request_native(struct har_comm_pending *pending, MPI_Comm comm, MPI_Request *req);
+/* How a started call that is counted when it ends (comm/call.h's
+ * har_comm_pending_paths) is counted: `paths` its plan's, rc its code;
+ * returns the code its request carries (HAR_REQUIRE_PATH may fail it).
+ * The entry's, given at initialisation: the table does not call up into
+ * the entry. */
+typedef int (*har_served_t)(unsigned paths, const char *what, size_t count, MPI_Comm comm, int rc);
+HAR_HIDDEN void har_requests_count_with(har_served_t served);
 
 HAR_HIDDEN int har_staged_wait(MPI_Request *req, MPI_Status *status);
 HAR_HIDDEN int har_staged_test(MPI_Request *req, int *flag, MPI_Status *status);

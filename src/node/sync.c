@@ -12,9 +12,9 @@
 #define _GNU_SOURCE  /* F_OFD_GETLK */
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <string.h>
 #include <time.h>
+#include "core/fiber.h"
 #include "node/segment.h"
 
 #define SPINS 2000
@@ -98,14 +98,20 @@ har_status_t har_node_seg_wait(har_node_seg_t *seg, int peer, uint64_t epoch, do
 {
     har_ctl_t *ctl = har_node_seg_ctl(seg, peer);
     *culprit = -1;
-    for (int i = 0; i < SPINS; i++)
+    /* A fiber gives the thread back at once: it spins in its caller's
+     * completion call, which the application may be polling. */
+    int fiber = har_fiber_inside();
+    for (int i = 0; i < (fiber ? 1 : SPINS); i++)
         if (atomic_load_explicit(&ctl->epoch, memory_order_acquire) >= epoch) return HAR_OK;
     double start = har_node_seg_now();
     struct timespec nap = {0, 20000};
     for (unsigned long i = 0;; i++) {
         if (atomic_load_explicit(&ctl->epoch, memory_order_acquire) >= epoch) return HAR_OK;
-        if (i < YIELDS) { sched_yield(); continue; }
-        nanosleep(&nap, NULL);
+        if (i < YIELDS && !fiber) {
+            har_fiber_pause(NULL);
+            continue;
+        }
+        har_fiber_pause(&nap);
         if (nap.tv_nsec < 1000000) nap.tv_nsec += nap.tv_nsec / 4;
         if (i % 16) continue;  /* the checks below are slower than a flag load */
         har_status_t st = check(seg, peer, start, timeout, 1, culprit);

@@ -185,6 +185,14 @@ else
         check "4 ranks under MPS, $case, the communicator set up by a blocking call on host buffers after a non-blocking device call the MPI served: har's kernels serve the calls after it" \
             env HAR_TIMEOUT=60 $mpi 4 "$bin/gpu/requests_gpu" $case --device --seed $seed --expect har:ipc --setup-host
     done
+    # Across pretend nodes of 2 the started calls run har's blocking path
+    # in a fiber, moved on by the completion calls: within each node the
+    # host segment (up to HAR_DEVICE_HOST_MAX) or the kernels, the ring or
+    # the doubling between.
+    for case in inflight deadlock crossed persistent; do
+        check "4 ranks under MPS as 2 nodes of 2, $case: every started call of a predefined type on har's blocking path across nodes, moved on by the completion calls" \
+            env HAR_TIMEOUT=60 HAR_NODE_SIZE=2 $mpi 4 "$bin/gpu/requests_gpu" $case --device --seed $seed --expect har:ipc,host_segment --across
+    done
     for run in 4:400 8:200; do
         np=${run%:*} rounds=${run#*:}
         check "$np ranks under MPS, $((rounds / 2)) rounds of 2 persistent all-reduces started and completed by random calls: har's kernels serve every start" \

@@ -10,7 +10,7 @@
  *   check_allreduce [--seed S] [--sample K] [--counts a,b,..] [--expect p1,p2]
  *                   [--comms N] [--no-mpi-cases] [--any-path] [--types t1,t2] [--ops o1,o2]
  *                   [--steps N] [--device [--mixed|--mixed-late|--warm] [--host-first] [--other-gpu] [--input-ready]]
- *                   [--managed]
+ *                   [--managed] [--nonblocking]
  * --expect across: the transport between nodes that the README's rule
  * gives for the call's size: HAR_INTER's, else doubling up to
  * HAR_DOUBLING_MAX bytes (default 64 KiB) and the ring above.
@@ -25,7 +25,9 @@
  * --warm: the same two device all-reduces, with no mixing after them (a
  * communicator's first device call surveys the node at an arrival, so only
  * later ones may go ahead). --other-gpu: the buffers live on another GPU
- * than the current one.
+ * than the current one. --nonblocking: each case is an MPI_Iallreduce,
+ * completed by MPI_Wait, a loop of MPI_Test, MPI_Waitall or a loop of
+ * MPI_Testany in turn (a case har hands to the MPI then counts no path).
  * Exit 0 only if every case passed on every rank. */
 #include <complex.h>
 #include <float.h>
@@ -208,7 +210,8 @@ static int world_rank;
 /* har's counters, read by name (har.h): a call took a path when its counter grew. */
 #define MAX_COUNTERS 256 /* the paths, then two per collective har wraps */
 static unsigned long long before[MAX_COUNTERS];
-static int ncounters, seen_at, mpi_at;
+static int ncounters, seen_at, mpi_at, iallreduce_at;
+static int nonblocking;  /* --nonblocking */
 static int expect_paths[MAX_COUNTERS], nexpect, expect_mpi, any_path;
 static int expect_across; /* --expect across: its place in expect_paths + 1, or 0 */
 static long expect_steps = -1;
@@ -235,7 +238,10 @@ static int check_paths(int mpi_expected, size_t bytes, char *why, size_t len)
     har_counters(now, MAX_COUNTERS);
     int ok = now[seen_at] == before[seen_at] + 1;
     int fwd = now[mpi_at] > before[mpi_at];
-    if (any_path) {
+    if (nonblocking && (mpi_expected || expect_mpi)) {
+        /* the MPI's own non-blocking call: har saw it, and counts no path */
+        ok = now[iallreduce_at] == before[iallreduce_at] + 1 && now[seen_at] == before[seen_at];
+    } else if (any_path) {
         /* --any-path: a tuning table picks the path; only "seen once" holds */
     } else if (mpi_expected || expect_mpi) {
         ok = ok && fwd;
@@ -275,6 +281,30 @@ static cudaError_t alloc_device(void **p, size_t bytes)
 }
 #endif
 
+/* The call as the case makes it: blocking, or (--nonblocking) started and
+ * completed by each of four completion calls in turn. */
+static int reduce_call(const void *in, void *out, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+    if (!nonblocking) return MPI_Allreduce(in, out, count, t, op, comm);
+    static unsigned calls;
+    MPI_Request req;
+    MPI_Status status;
+    int rc = MPI_Iallreduce(in, out, count, t, op, comm, &req), flag = 0, index;
+    if (rc != MPI_SUCCESS) return rc;
+    switch (calls++ % 4) {
+    case 0:
+        return MPI_Wait(&req, &status);
+    case 1:
+        while (rc == MPI_SUCCESS && !flag) rc = MPI_Test(&req, &flag, &status);
+        return rc;
+    case 2:
+        return MPI_Waitall(1, &req, &status);
+    default:
+        while (rc == MPI_SUCCESS && !flag) rc = MPI_Testany(1, &req, &index, &flag, &status);
+        return rc;
+    }
+}
+
 static int allreduce(const void *in, char *out, size_t bytes, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
 {
 #ifdef HAR_TEST_CUDA
@@ -295,7 +325,7 @@ static int allreduce(const void *in, char *out, size_t bytes, int count, MPI_Dat
         } else if (input_ready) {
             cudaStreamSynchronize(cudaStreamLegacy);
         }
-        int rc = MPI_Allreduce(din ? din : MPI_IN_PLACE, dout, count, t, op, comm);
+        int rc = reduce_call(din ? din : MPI_IN_PLACE, dout, count, t, op, comm);
         if (other_gpu) cudaSetDevice((my_gpu + 1) % ngpus);
         if (cudaMemcpy(out, dout, bytes, cudaMemcpyDefault) != cudaSuccess) rc = MPI_ERR_OTHER;
         cudaFree(din);
@@ -305,7 +335,7 @@ static int allreduce(const void *in, char *out, size_t bytes, int count, MPI_Dat
     }
 #endif
     (void)bytes;
-    return MPI_Allreduce(in, out, count, t, op, comm);
+    return reduce_call(in, out, count, t, op, comm);
 }
 
 /* One case: returns 1 if it passed on this rank. */
@@ -370,26 +400,26 @@ static int mpi_cases(MPI_Comm comm)
     char why[256];
     long double ld = rank + 1, ld_out = 0;
     har_counters(before, MAX_COUNTERS);
-    MPI_Allreduce(&ld, &ld_out, 1, MPI_LONG_DOUBLE, MPI_SUM, comm);
+    reduce_call(&ld, &ld_out, 1, MPI_LONG_DOUBLE, MPI_SUM, comm);
     ok &= ld_out == (long double)size * (size + 1) / 2 && check_paths(1, 0, why, sizeof why);
     double complex z = rank + 1.0 * I, z_out;
     har_counters(before, MAX_COUNTERS);
-    MPI_Allreduce(&z, &z_out, 1, MPI_C_DOUBLE_COMPLEX, MPI_SUM, comm);
+    reduce_call(&z, &z_out, 1, MPI_C_DOUBLE_COMPLEX, MPI_SUM, comm);
     ok &= creal(z_out) == size * (size - 1) / 2.0 && cimag(z_out) == size && check_paths(1, 0, why, sizeof why);
     struct { double v; int i; } pair = {rank * 1.5, rank}, pair_out;
     har_counters(before, MAX_COUNTERS);
-    MPI_Allreduce(&pair, &pair_out, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm);
+    reduce_call(&pair, &pair_out, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm);
     ok &= pair_out.i == size - 1 && check_paths(1, 0, why, sizeof why);
     MPI_Op op;
     MPI_Op_create(user_sum, 1, &op);
     int v[3] = {rank, 1, 2 * rank}, v_out[3];
     har_counters(before, MAX_COUNTERS);
-    MPI_Allreduce(v, v_out, 3, MPI_INT, op, comm);
+    reduce_call(v, v_out, 3, MPI_INT, op, comm);
     ok &= v_out[1] == size && v_out[0] == size * (size - 1) / 2 && check_paths(1, 0, why, sizeof why);
     MPI_Op_free(&op);
     struct { short v; int i; } spair = {(short)(10 - rank), rank}, spair_out;
     har_counters(before, MAX_COUNTERS);
-    MPI_Allreduce(&spair, &spair_out, 1, MPI_SHORT_INT, MPI_MINLOC, comm);
+    reduce_call(&spair, &spair_out, 1, MPI_SHORT_INT, MPI_MINLOC, comm);
     ok &= spair_out.i == size - 1 && check_paths(1, 0, why, sizeof why);
     if (!ok) fprintf(stderr, "FAIL rank %d: a case for the MPI was wrong or not served by it\n", world_rank);
     return ok;
@@ -409,6 +439,7 @@ int main(int argc, char **argv)
     ncounters = har_counter_count();
     seen_at = har_counter_index("seen");
     mpi_at = har_counter_index("mpi");
+    iallreduce_at = har_counter_index("iallreduce");
     if (ncounters > MAX_COUNTERS || seen_at < 0 || mpi_at < 0) {
         fprintf(stderr, "check_allreduce: har's counters are not what this test knows\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -436,6 +467,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--input-ready")) input_ready = 1;
         else if (!strcmp(argv[a], "--steps") && a + 1 < argc) expect_steps = atol(argv[++a]);
         else if (!strcmp(argv[a], "--managed")) use_device = managed = 1;
+        else if (!strcmp(argv[a], "--nonblocking")) nonblocking = 1;
         else if (!strcmp(argv[a], "--types") && a + 1 < argc) {
             only_types = malloc(strlen(argv[++a]) + 3);
             sprintf(only_types, ",%s,", argv[a]);
@@ -478,8 +510,10 @@ int main(int argc, char **argv)
     if (size >= 3) comms[nc++] = (comm_t){rev, "reversed", 0};
     if (nc > ncomms) nc = ncomms;
     /* --host-first: every communicator's first all-reduce is on host memory,
-     * before this process touches CUDA. */
-    for (int k = 0; host_first && k < nc; k++) {
+     * before this process touches CUDA. --nonblocking: a blocking one first
+     * too, which makes har's state (its started calls are har's only on a
+     * communicator a blocking call set up). */
+    for (int k = 0; (host_first || nonblocking) && k < nc; k++) {
         int one = 1;
         if (comms[k].comm != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_SUM, comms[k].comm);
     }

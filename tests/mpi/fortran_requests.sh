@@ -27,6 +27,8 @@ for binding in mpifh f08; do
         env HAR_TEST_STAGE=1 $mpi 3 "$tmp/linked" staged
     check "$binding: HAR_ALGO=fake after a blocking MPI_ALLREDUCE: har serves every MPI_IALLREDUCE and MPI_START itself, completed through the Fortran calls" \
         env HAR_ALGO=fake $mpi 3 "$tmp/linked" har
+    check "$binding: across 2 pretend nodes of 2, after a blocking MPI_ALLREDUCE: every MPI_IALLREDUCE and MPI_START on har's blocking path, moved on by the Fortran completion calls" \
+        env HAR_NODE_SIZE=2 $mpi 4 "$tmp/linked" across
     check_fails "$binding: HAR_TEST_STAGE=2 (every copy back flipped) is caught" "FAIL rank" \
         env HAR_TEST_STAGE=2 $mpi 2 "$tmp/linked" staged
 done

@@ -24,6 +24,15 @@ check "np 4 as nodes of 3+1: leader, doubling and ring" \
     env HAR_NODE_SIZE=3 $mpi 4 "$prog" --counts $counts --expect leader,across --comms 2
 check "np 4 as 4 nodes of 1: doubling and ring between single ranks" \
     env HAR_NODE_SIZE=1 $mpi 4 "$prog" --counts 1,7,1000,65537 --expect rails,across --comms 2
+# MPI_Iallreduce across nodes: har's blocking path in a fiber, completed
+# by MPI_Wait, MPI_Test, MPI_Waitall and MPI_Testany in turn; the cases
+# har hands to the MPI are the MPI's own non-blocking calls.
+check "np 4 as 2 nodes of 2, MPI_Iallreduce: rails, progressed by the completion calls" \
+    env HAR_NODE_SIZE=2 $mpi 4 "$prog" --nonblocking --counts $counts --expect rails,progressed,across --comms 2
+check "np 3 as nodes of 2+1, MPI_Iallreduce: leader, progressed by the completion calls" \
+    env HAR_NODE_SIZE=2 $mpi 3 "$prog" --nonblocking --counts $counts --expect leader,progressed,across --comms 2
+check "np 4 as 4 nodes of 1, MPI_Iallreduce: the ring streams the application's buffers, progressed by the completion calls" \
+    env HAR_NODE_SIZE=1 $mpi 4 "$prog" --nonblocking --counts 1,7,1000,65537 --expect rails,progressed,across --comms 2
 # Recursive doubling at every size (chunked calls too) on 3, 5, 6 and 7
 # nodes, no power of two: the ranks past it hand their data in and get
 # the result back; and the ring at every size.

@@ -5,7 +5,7 @@
  * rank computes alone, and the bytes between elements of derived types
  * left as they were.
  *
- * requests CASE [--device] [--expect staged|untouched|har:PATH [--setup-host]] [--blocking-by PATH]
+ * requests CASE [--device] [--expect staged|untouched|har:PATH[,PATH...] [--setup-host] [--across]] [--blocking-by PATH]
  *          [--seed N] [--rounds N]
  *   inflight    5 all-reduces of different types, counts and ops at once,
  *               beside a ring of Isend/Irecv, per round
@@ -55,6 +55,7 @@ static long long blocking_made;        /* the threads case's blocking calls */
 static char *blocking_by;              /* --blocking-by PATH[,PATH...] */
 static int set_up;                     /* --expect har:PATH */
 static int setup_host;                 /* --setup-host */
+static int across;                     /* --across: har's started calls ran its blocking path across nodes */
 static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Rank r's element i of slot j in round k: small integers, so that sums
@@ -635,6 +636,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--device")) on_device = 1;
         else if (!strcmp(argv[i], "--expect") && i + 1 < argc) set_up = !strncmp(expect = argv[++i], "har:", 4);
         else if (!strcmp(argv[i], "--setup-host")) setup_host = 1;
+        else if (!strcmp(argv[i], "--across")) across = 1;
         else if (!strcmp(argv[i], "--blocking-by") && i + 1 < argc) blocking_by = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = (unsigned)strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
@@ -689,7 +691,7 @@ int main(int argc, char **argv)
             MPI_Comm_free(&a[t].comm);
         }
     } else {
-        fprintf(stderr, "usage: requests inflight|deadlock|crossed|persistent|threads|badargs [--device] [--expect staged|untouched|har:PATH [--setup-host]] [--blocking-by PATH]"
+        fprintf(stderr, "usage: requests inflight|deadlock|crossed|persistent|threads|badargs [--device] [--expect staged|untouched|har:PATH[,PATH...] [--setup-host] [--across]] [--blocking-by PATH]"
                         " [--seed N] [--rounds N]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -697,13 +699,22 @@ int main(int argc, char **argv)
     long long seen = counter("iallreduce"), staged = counter("iallreduce_staged");
     long long seen_init = counter("allreduce_init"), staged_init = counter("allreduce_init_staged");
     if (set_up) {
-        long long by = counter(expect + 4);
+        long long by = 0;  /* har:PATH[,PATH...]: the calls of those paths, summed */
+        char paths[128];
+        snprintf(paths, sizeof paths, "%s", expect + 4);
+        for (char *save, *path = strtok_r(paths, ",", &save); path; path = strtok_r(NULL, ",", &save))
+            by += counter(path);
         long long others = on_device ? posted - posted_own : 0;  /* the derived types' and the warm-ups */
         if (seen != posted || staged != others || by != posted_own + started_own + setups + blocking_made)
             FAIL("expected %s: har counted %lld MPI_Iallreduce (this rank made %lld), staged %lld (not %lld), and %lld "
                  "calls by %s where %lld of predefined types, %lld persistent starts, %lld set-up calls and %lld "
                  "other blocking calls were made",
                  expect, seen, posted, staged, others, by, expect + 4, posted_own, started_own, setups, blocking_made);
+        long long progressed = counter("progressed");
+        if (across && progressed != posted_own + started_own)
+            FAIL("expected every started call across nodes on har's blocking path: %lld progressed, where %lld "
+                 "MPI_Iallreduce of predefined types and %lld persistent starts were made",
+                 progressed, posted_own, started_own);
     } else if (expect) {
         int want_staged = !strcmp(expect, "staged");
         if (seen != posted || seen_init != posted_init)

@@ -60,6 +60,22 @@ done
 check_fails "--expect har:fake fails where the MPI served the calls" "expected har:fake" \
     $mpi 2 "$linked" inflight --rounds 2 --seed $seed --expect har:fake
 
+# Across nodes (pretend nodes of 2: rails with 4 ranks, nodes of unequal
+# size with 3) har runs its blocking path for MPI_Iallreduce and each
+# persistent start, moved on by the completion calls: every one of a
+# predefined type counted as progressed (when it ended), on the host
+# segment, beside point-to-point requests, two communicators posted in
+# opposite orders, rank 0's call before its MPI_Send and rank 1's after its
+# MPI_Recv.
+for np in 4 3; do
+    for case in inflight deadlock crossed persistent; do
+        run_case "$case across nodes ($np ranks, nodes of 2): every started call on har's blocking path, moved on by the completion calls" \
+            env HAR_NODE_SIZE=2 $mpi $np "$linked" $case --seed $seed --expect har:host_segment --across
+    done
+done
+check_fails "--across fails where the started calls were not har's across nodes" "expected every started call" \
+    env HAR_ALGO=fake $mpi 2 "$linked" inflight --rounds 2 --seed $seed --expect har:fake --across
+
 # The counters are in the HAR_VERBOSE=1 line at MPI_Finalize.
 env LD_PRELOAD="$lib" HAR_VERBOSE=1 $mpi 2 "$plain" inflight --rounds 4 --seed $seed > "$tmp/out" 2>&1
 grep -q "calls per path:.* iallreduce=20" "$tmp/out"

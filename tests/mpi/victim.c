@@ -2,7 +2,9 @@
  * ranks make all-reduces on a communicator with MPI_ERRORS_RETURN. Every
  * survivor must get an error (not hang), print it, and end; later calls on
  * the communicator fail too.
- *   victim [CALLS]   (default 8: sizes one-shot and two-shot, in turn) */
+ *   victim [CALLS]   (default 8: sizes one-shot and two-shot, in turn)
+ * VICTIM_NONBLOCKING=1: every call after the first (blocking: it sets the
+ * communicator up) is an MPI_Iallreduce completed by MPI_Wait. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,13 +42,24 @@ int main(int argc, char **argv)
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    /* A generalized request's error goes to MPI_COMM_WORLD's handler
+     * under Open MPI */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int nonblocking = getenv("VICTIM_NONBLOCKING") != NULL;
     static float v[300000];
     double t0 = now();
     int failed_at = -1, code = MPI_SUCCESS;
     for (int c = 0; c < calls; c++) {
         int n = c % 2 ? 300000 : 100;
         for (int i = 0; i < n; i++) v[i] = 1.0f;
-        int rc = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_FLOAT, MPI_SUM, comm);
+        int rc;
+        if (nonblocking && c > 0) {
+            MPI_Request req;
+            rc = MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_FLOAT, MPI_SUM, comm, &req);
+            if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else {
+            rc = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_FLOAT, MPI_SUM, comm);
+        }
         if (rc != MPI_SUCCESS && failed_at < 0) {
             failed_at = c;
             code = rc;
