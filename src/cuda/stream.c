@@ -66,7 +66,7 @@ static har_status_t wait_until(int (*done)(void *ctx), void *ctx, cudaStream_t s
         if (r < 0) return har_cuda_status(-r, step);
         if (i < 4096 && !fiber) continue;
         har_fiber_pause(NULL);
-        if (i % (fiber ? 16 : 256)) continue;
+        if (i % (fiber ? 16 : 256) || i == 0) continue;
         /* A kernel that faulted never writes its flags: the stream says so. */
         cudaError_t e = cudaStreamQuery(s);
         if (e != cudaSuccess && e != cudaErrorNotReady) return har_cuda_status(e, step);

@@ -302,12 +302,12 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
         /* The common case is done within microseconds; a fiber gives the
          * thread back at once instead (core/fiber.h), and looks around
          * every 16 passes. */
-        unsigned long slow = fiber ? 1 : 1024, every = fiber ? 16 : 256;
+        unsigned long slow = fiber ? 16 : 1024, every = fiber ? 16 : 256;
         if (i < slow && !fiber) continue;
         if (i == slow && across) atomic_store_explicit(across, 1, memory_order_relaxed);  /* a hint: slow path only */
         struct timespec nap = {0, 50000};  /* a long wait: leave the core to the peers */
         har_fiber_pause(i > 65536 && i % 256 == 0 ? &nap : NULL);
-        if (i % every) continue;
+        if (i < slow || i % every) continue;
         double timeout = timeout_of(node);
         if (partner >= 0 && timeout > 0 && har_node_seg_now() - started > timeout && !har_node_failed(node)) {
             const har_across_peer_t *who = node->across ? &node->across[partner] : NULL;
@@ -321,7 +321,7 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
          * and must not win that race with a time-out that names nobody. */
         if ((st = node_check(node, partner >= 0 ? har_node_seg_now() : started, node->call, step)) != HAR_OK) break;
     }
-    if (across && i >= (fiber ? 1 : 1024)) atomic_store_explicit(across, 0, memory_order_relaxed);
+    if (across && i >= (fiber ? 16 : 1024)) atomic_store_explicit(across, 0, memory_order_relaxed);
     return st;
 }
 

@@ -1,0 +1,162 @@
+/* Stress of har's started calls on host buffers: MPI_Iallreduce in batches
+ * of 1 to 8 in flight over two communicators, random sizes (one in 8 above
+ * a megabyte), some in place, random delays before posts and before the
+ * completion, each batch completed by a call each rank picks at random
+ * (MPI_Waitall, MPI_Wait in a random order, loops of MPI_Testany,
+ * MPI_Waitsome or MPI_Testall); every element of every result checked
+ * exactly (integer sums). What every rank must agree on (sizes, batches,
+ * communicators) comes from a generator seeded alike; delays and
+ * completion calls from one seeded per rank.
+ *   nbstress [--calls N] [--seed S] [--expect PATH]
+ * --expect PATH: har's counter of PATH grew by every call made. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <mpi.h>
+#include "har.h"
+
+#define MAX_BATCH 8
+#define LARGE 300001
+
+static uint64_t shared_state, own_state;
+static uint64_t next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+static unsigned below(uint64_t *s, unsigned n) { return (unsigned)(next(s) % n); }
+
+static long long counter(const char *name)
+{
+    unsigned long long v[64];
+    int n = har_counters(v, 64), i = har_counter_index(name);
+    return i >= 0 && i < n ? (long long)v[i] : -1;
+}
+
+static int value(int rank, size_t i, long call) { return (rank + 1) * (int)(i % 7 + 1) + (int)(call % 5); }
+
+static void delay(void)
+{
+    if (below(&own_state, 4) == 0) usleep(below(&own_state, 50));
+}
+
+int main(int argc, char **argv)
+{
+    long calls = 3000;
+    unsigned long long seed = 1;
+    const char *expect = NULL;
+    MPI_Init(&argc, &argv);
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--calls") && a + 1 < argc) calls = atol(argv[++a]);
+        else if (!strcmp(argv[a], "--seed") && a + 1 < argc) seed = strtoull(argv[++a], NULL, 10);
+        else if (!strcmp(argv[a], "--expect") && a + 1 < argc) expect = argv[++a];
+        else {
+            fprintf(stderr, "usage: nbstress [--calls N] [--seed S] [--expect PATH]\n");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    shared_state = seed * 2654435761u + 1;
+    own_state = (seed + 7919u * (unsigned)(rank + 1)) * 40503u + 3;
+    MPI_Comm comms[2] = {MPI_COMM_WORLD, MPI_COMM_NULL};
+    MPI_Comm_dup(MPI_COMM_WORLD, &comms[1]);
+    /* a blocking call on each sets it up: har serves its started calls from then on */
+    for (int c = 0; c < 2; c++) {
+        int one = 1;
+        MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_SUM, comms[c]);
+        if (one != size) {
+            fprintf(stderr, "nbstress: rank %d: the set-up call gave %d\n", rank, one);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+    long long before = expect ? counter(expect) : 0;
+    int *in[MAX_BATCH], *out[MAX_BATCH];
+    for (int k = 0; k < MAX_BATCH; k++) {
+        in[k] = malloc(LARGE * sizeof(int));
+        out[k] = malloc(LARGE * sizeof(int));
+    }
+    long done = 0, wrong = 0;
+    while (done < calls) {
+        int batch = 1 + (int)below(&shared_state, MAX_BATCH);
+        if (batch > calls - done) batch = (int)(calls - done);
+        MPI_Request req[MAX_BATCH];
+        size_t count[MAX_BATCH];
+        int inplace[MAX_BATCH];
+        for (int k = 0; k < batch; k++) {
+            long call = done + k;
+            count[k] = below(&shared_state, 8) == 0 ? 250000 + below(&shared_state, LARGE - 250000)
+                                                     : 1 + below(&shared_state, 2000);
+            inplace[k] = below(&shared_state, 3) == 0;
+            MPI_Comm comm = comms[below(&shared_state, 2)];
+            int *src = inplace[k] ? out[k] : in[k];
+            for (size_t i = 0; i < count[k]; i++) src[i] = value(rank, i, call);
+            delay();
+            MPI_Iallreduce(inplace[k] ? MPI_IN_PLACE : in[k], out[k], (int)count[k], MPI_INT, MPI_SUM, comm, &req[k]);
+        }
+        delay();
+        int flag = 0, index, outcount, idx[MAX_BATCH], order[MAX_BATCH];
+        switch (below(&own_state, 5)) {
+        case 0:
+            MPI_Waitall(batch, req, MPI_STATUSES_IGNORE);
+            break;
+        case 1:
+            for (int k = 0; k < batch; k++) order[k] = k;
+            for (int k = batch - 1; k > 0; k--) {
+                int j = (int)below(&own_state, (unsigned)k + 1), t = order[k];
+                order[k] = order[j];
+                order[j] = t;
+            }
+            for (int k = 0; k < batch; k++) MPI_Wait(&req[order[k]], MPI_STATUS_IGNORE);
+            break;
+        case 2:
+            for (int left = batch; left > 0;) {
+                MPI_Testany(batch, req, &index, &flag, MPI_STATUS_IGNORE);
+                if (flag && index != MPI_UNDEFINED) left--;
+            }
+            break;
+        case 3:
+            for (int left = batch; left > 0;) {
+                MPI_Waitsome(batch, req, &outcount, idx, MPI_STATUSES_IGNORE);
+                if (outcount != MPI_UNDEFINED) left -= outcount;
+            }
+            break;
+        default:
+            while (!flag) MPI_Testall(batch, req, &flag, MPI_STATUSES_IGNORE);
+            break;
+        }
+        for (int k = 0; k < batch; k++) {
+            long call = done + k;
+            for (size_t i = 0; i < count[k]; i++) {
+                int want = (int)(i % 7 + 1) * size * (size + 1) / 2 + size * (int)(call % 5);
+                if (out[k][i] != want) {
+                    if (wrong++ < 5)
+                        fprintf(stderr, "nbstress: rank %d: call %ld (count %zu%s) element %zu: %d, not %d\n", rank,
+                                call, count[k], inplace[k] ? ", in place" : "", i, out[k][i], want);
+                    break;
+                }
+            }
+        }
+        done += batch;
+    }
+    long long by = expect ? counter(expect) - before : 0;
+    if (expect && by != calls) {
+        fprintf(stderr, "nbstress: rank %d: %lld of %ld calls counted %s\n", rank, by, calls, expect);
+        wrong++;
+    }
+    long total = 0;
+    MPI_Allreduce(&wrong, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("nbstress: %d ranks, %ld calls each, %s\n", size, calls, total ? "FAILED" : "ok");
+    for (int k = 0; k < MAX_BATCH; k++) {
+        free(in[k]);
+        free(out[k]);
+    }
+    MPI_Comm_free(&comms[1]);
+    MPI_Finalize();
+    return total != 0;
+}
