@@ -183,6 +183,10 @@ void har_fiber_pause(const struct timespec *nap)
 {
     har_fiber_t *f = current;
     if (f) {
+        /* A long wait leaves the core to the peers first, as outside a
+         * fiber (oversubscribed ranks wait for a slice of the scheduler
+         * otherwise); not a sleep: the caller may be a test. */
+        if (nap) sched_yield();
 #ifdef SWITCH_ASM
         har_fiber_switch_asm(&f->sp, f->caller_sp);
 #else

@@ -35,8 +35,9 @@ HAR_HIDDEN void har_fiber_free(har_fiber_t *f);
 /* Is the caller running in a fiber? */
 HAR_HIDDEN int har_fiber_inside(void);
 /* A wait's turn to let others run: in a fiber, back to whoever resumed
- * it; outside, the fibers run once (if any wait), then the core goes to
- * the peers: `nap` slept where given, else a yield. */
+ * it (after a yield of the core where `nap` is given: a long wait);
+ * outside, the fibers run once (if any wait), then the core goes to the
+ * peers: `nap` slept where given, else a yield. */
 HAR_HIDDEN void har_fiber_pause(const struct timespec *nap);
 /* What runs the waiting fibers once (comm/call.c's): the pause outside a
  * fiber calls it while any fiber has not returned. */

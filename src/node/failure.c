@@ -306,7 +306,7 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
         if (i < slow && !fiber) continue;
         if (i == slow && across) atomic_store_explicit(across, 1, memory_order_relaxed);  /* a hint: slow path only */
         struct timespec nap = {0, 50000};  /* a long wait: leave the core to the peers */
-        har_fiber_pause(i > 65536 && i % 256 == 0 ? &nap : NULL);
+        har_fiber_pause((fiber ? i >= slow : i > 65536 && i % 256 == 0) ? &nap : NULL);
         if (i < slow || i % every) continue;
         double timeout = timeout_of(node);
         if (partner >= 0 && timeout > 0 && har_node_seg_now() - started > timeout && !har_node_failed(node)) {

@@ -111,7 +111,7 @@ har_status_t har_node_seg_wait(har_node_seg_t *seg, int peer, uint64_t epoch, do
             har_fiber_pause(NULL);
             continue;
         }
-        har_fiber_pause(&nap);
+        har_fiber_pause(fiber && i < 16 ? NULL : &nap);
         if (nap.tv_nsec < 1000000) nap.tv_nsec += nap.tv_nsec / 4;
         if (i % 16 || i == 0) continue;  /* the checks below are slower than a flag load */
         har_status_t st = check(seg, peer, start, timeout, 1, culprit);

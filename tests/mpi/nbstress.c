@@ -3,7 +3,8 @@
  * a megabyte), some in place, random delays before posts and before the
  * completion, each batch completed by a call each rank picks at random
  * (MPI_Waitall, MPI_Wait in a random order, loops of MPI_Testany,
- * MPI_Waitsome or MPI_Testall); every element of every result checked
+ * MPI_Waitsome or MPI_Testall), and at the end one call whose
+ * communicator is freed before its wait; every element of every result checked
  * exactly (integer sums). What every rank must agree on (sizes, batches,
  * communicators) comes from a generator seeded alike; delays and
  * completion calls from one seeded per rank.
@@ -144,6 +145,17 @@ int main(int argc, char **argv)
         }
         done += batch;
     }
+    /* A call still running when its communicator is freed (allowed: the
+     * free waits for it, collectively) ends with its result. */
+    MPI_Request last;
+    int *v = out[0];
+    for (int i = 0; i < 1000; i++) v[i] = rank + 1;
+    MPI_Iallreduce(MPI_IN_PLACE, v, 1000, MPI_INT, MPI_SUM, comms[1], &last);
+    MPI_Comm_free(&comms[1]);
+    MPI_Wait(&last, MPI_STATUS_IGNORE);
+    if (v[999] != size * (size + 1) / 2 && wrong++ == 0)
+        fprintf(stderr, "nbstress: rank %d: the call before MPI_Comm_free: %d, not %d\n", rank, v[999], size * (size + 1) / 2);
+    calls++;
     long long by = expect ? counter(expect) - before : 0;
     if (expect && by != calls) {
         fprintf(stderr, "nbstress: rank %d: %lld of %ld calls counted %s\n", rank, by, calls, expect);
@@ -156,7 +168,6 @@ int main(int argc, char **argv)
         free(in[k]);
         free(out[k]);
     }
-    MPI_Comm_free(&comms[1]);
     MPI_Finalize();
     return total != 0;
 }
