@@ -573,10 +573,13 @@ static int thread_multiple(void)
  * always, since the flag is agreed within a node only and a peer on
  * another node joins a call whose kernels already wait: two nodes that
  * each put a different one of two calls on the kernels would hold each
- * other's copies (on the legacy stream, behind the kernels). */
+ * other's copies (on the legacy stream, behind the kernels). A started
+ * call across nodes (a fiber: every local rank's is) always, for the same
+ * reason: it runs beside the application's other calls, and while it
+ * waits for a completion call its kernels would hold the GPU. */
 static int kept_off_waiting(const har_comm_t *c, const agreed_t *agreed)
 {
-    return agreed->beside || (c->node.nnodes > 1 && thread_multiple());
+    return agreed->beside || (c->node.nnodes > 1 && (thread_multiple() || har_fiber_inside()));
 }
 
 /* Call `no` planned from every local rank's record: the arrival, then the
