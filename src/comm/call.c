@@ -511,7 +511,8 @@ static void end_older(har_comm_t *c, uint64_t no, int drive)
 
 void har_comm_end_open(har_comm_t *c)
 {
-    end_across(c, 0);
+    end_across(c, 0);  /* whatever the mode: a failed communicator's fail at their next pass */
+    if (c->mode != HAR_COMM_SERVED) return;
     end_older(c, c->calls, 0);
     end_older(c, c->calls + 1, 0);
 }
@@ -688,6 +689,10 @@ har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, ha
     har_node_t *node = &c->node;
     *pending = NULL;
     mpi_plan(plan);
+    /* Behind started calls still running on c it waits in their list,
+     * numbered (and failed, if one of them failed c) in its turn. */
+    if (node->nnodes > 1 && across_on(c) && !har_plan_declines(call->bytes, &c->set))
+        return start_across(c, call, forced, plan, pending);
     if (failed_before(c)) return HAR_ERR_PEER_FAILED;
     /* Every rank decides alike, from what they share: a communicator set
      * up (set-up and survey are blocking collectives, made by a blocking
@@ -837,7 +842,10 @@ har_status_t har_comm_run(har_comm_t *c, const har_call_t *call, har_plan_t *pla
 #ifdef HAR_TEST_HOOKS
     if (st == HAR_OK) corrupt_result(&c->node, call);
 #endif
-    if (st == HAR_OK && c->set.check) st = compare_results(c, call);
+    /* Not in a fiber: the comparison runs on the application's
+     * communicator, where its own calls may come between (every rank's
+     * started call across nodes is a fiber, so all skip it alike). */
+    if (st == HAR_OK && c->set.check && !har_fiber_inside()) st = compare_results(c, call);
     return st;
 }
 

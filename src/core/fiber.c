@@ -5,20 +5,22 @@
  * takes up the other stack: a few nanoseconds. glibc's swapcontext also
  * saves and restores the signal mask, a system call each way (0.46 us a
  * resume and pause on the 2-core test machine): it serves the other
- * architectures. A fiber changes no signal mask, so nothing is lost. */
+ * architectures, and x86-64 processes that run with a shadow stack (CET),
+ * which a switch by hand would break and glibc's keeps. A fiber changes
+ * no signal mask, so nothing is lost. */
 #define _GNU_SOURCE  /* MAP_STACK, MAP_NORESERVE */
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 #include "core/fiber.h"
 #include "core/log.h"
 
 #if defined(__x86_64__) && !defined(HAR_FIBER_UCONTEXT)
 #define SWITCH_ASM 1
-#else
-#include <ucontext.h>
 #endif
 
 /* Room for the blocking path with CUDA and the MPI beneath it (a first
@@ -29,11 +31,8 @@
 #define KEPT_STACKS 8
 
 struct har_fiber {
-#ifdef SWITCH_ASM
-    void *sp, *caller_sp;       /* where each side's registers were saved */
-#else
-    ucontext_t ctx, caller;
-#endif
+    void *sp, *caller_sp;       /* by hand: where each side's registers were saved */
+    ucontext_t ctx, caller;     /* else glibc's */
     void (*fn)(void *arg);
     void *arg;
     char *stack;                /* its lowest page is the guard */
@@ -46,6 +45,7 @@ static int nkept;
 static atomic_int waiting;      /* fibers not yet returned: the pause outside one runs them */
 static void (*progress_fn)(void);
 static __thread int progressing;
+static int by_hand;             /* the switch by hand serves this process (set at the first fiber) */
 
 #ifdef SWITCH_ASM
 /* fiber_switch(&from, to): saves rbp, rbx, r12-r15, MXCSR and the x87
@@ -102,57 +102,100 @@ static void stack_put(char *s)
     else munmap(s, STACK_BYTES + (size_t)sysconf(_SC_PAGESIZE));
 }
 
-/* Where a fiber begins; it never returns (the switch back leaves it). */
+/* Where a fiber begins; by hand it never returns (the switch back leaves
+ * it), under ucontext it returns to uc_link, the caller of the last
+ * resume. */
 static void fiber_main(void)
 {
     har_fiber_t *f = current;
     f->fn(f->arg);
     f->done = 1;
 #ifdef SWITCH_ASM
-    har_fiber_switch_asm(&f->sp, f->caller_sp);
-    abort();  /* a fiber that ended is never resumed */
+    if (by_hand) {
+        har_fiber_switch_asm(&f->sp, f->caller_sp);
+        abort();  /* a fiber that ended is never resumed */
+    }
 #endif
-}  /* ucontext: returns to uc_link, the caller of the last resume */
+}
+
+#ifdef SWITCH_ASM
+/* Does this process run with a shadow stack? Its pointer reads 0
+ * without one (the instruction is a no-op where CET is off or absent). */
+static int shadow_stack(void)
+{
+    unsigned long long ssp = 0;
+    __asm__ volatile("rdsspq %0" : "+r"(ssp));
+    return ssp != 0;
+}
+
+/* A new fiber's stack, as if it had called the switch: the creator's
+ * control words, zeros for the kept registers, and fiber_main to return
+ * into with the stack as after a call from an aligned frame. */
+static void *first_frame(char *top)
+{
+    uint64_t *sp = (uint64_t *)(void *)top - 10;  /* top: 16-byte aligned */
+    uint32_t mxcsr;
+    uint16_t x87;
+    __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
+    __asm__ volatile("fnstcw %0" : "=m"(x87));
+    sp[0] = 0;
+    sp[1] = (uint64_t)x87 << 32 | mxcsr;        /* 8(%rsp): MXCSR, 12(%rsp): x87 control word */
+    for (int r = 2; r < 8; r++) sp[r] = 0;      /* r15, r14, r13, r12, rbx, rbp */
+    sp[8] = (uint64_t)(uintptr_t)fiber_main;    /* the return address */
+    sp[9] = 0;                                  /* fiber_main's own, never used */
+    return sp;
+}
+
+static void decide(void) { by_hand = !shadow_stack(); }
+#endif
 
 har_fiber_t *har_fiber_new(void (*fn)(void *arg), void *arg)
 {
-    har_fiber_t *f = calloc(1, sizeof *f);
+#ifdef SWITCH_ASM
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, decide);
+#endif
+    /* volatile: getcontext may return twice as far as GCC knows (this
+     * context is only ever entered through makecontext's) */
+    har_fiber_t *volatile f = calloc(1, sizeof *f);
     if (!f || !(f->stack = stack_get())) {
         free(f);
         har_log(HAR_LOG_ERROR, "no memory for a started call's stack");
         return NULL;
     }
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    char *base = f->stack + (size_t)sysconf(_SC_PAGESIZE);
     f->fn = fn;
     f->arg = arg;
 #ifdef SWITCH_ASM
-    /* The first switch pops what the switch pushes, then returns into
-     * fiber_main with the stack as after a call from an aligned frame. */
-    uint64_t *top = (uint64_t *)(void *)(f->stack + page + STACK_BYTES);  /* 16-byte aligned */
-    uint64_t *sp = top - 10;
-    sp[0] = 0;
-    sp[1] = (uint64_t)0x037f << 32 | 0x1f80;   /* 8(%rsp): MXCSR, 12(%rsp): x87 control word, their defaults */
-    for (int r = 2; r < 8; r++) sp[r] = 0;      /* r15, r14, r13, r12, rbx, rbp */
-    sp[8] = (uint64_t)(uintptr_t)fiber_main;    /* the return address */
-    sp[9] = 0;                                  /* fiber_main's own, never used */
-    f->sp = sp;
-#else
-    /* volatile: getcontext may return twice as far as GCC knows (this
-     * context is only ever entered through makecontext's) */
-    har_fiber_t *volatile g = f;
-    if (getcontext(&g->ctx) != 0) {
-        stack_put(g->stack);
-        free(g);
-        return NULL;
-    }
-    f = g;
-    f->ctx.uc_stack.ss_sp = f->stack + page;
-    f->ctx.uc_stack.ss_size = STACK_BYTES;
-    f->ctx.uc_link = &f->caller;
-    makecontext(&f->ctx, fiber_main, 0);
+    if (by_hand) f->sp = first_frame(base + STACK_BYTES);
 #endif
+    if (!by_hand) {
+        if (getcontext(&f->ctx) != 0) {
+            stack_put(f->stack);
+            free(f);
+            return NULL;
+        }
+        f->ctx.uc_stack.ss_sp = base;
+        f->ctx.uc_stack.ss_size = STACK_BYTES;
+        f->ctx.uc_link = &f->caller;
+        makecontext(&f->ctx, fiber_main, 0);
+    }
     atomic_fetch_add(&waiting, 1);
     return f;
+}
+
+/* Switches from `from`'s side to `to`'s: the resumer into the fiber, or back. */
+static void switch_to(har_fiber_t *f, int into)
+{
+#ifdef SWITCH_ASM
+    if (by_hand) {
+        if (into) har_fiber_switch_asm(&f->caller_sp, f->sp);
+        else har_fiber_switch_asm(&f->sp, f->caller_sp);
+        return;
+    }
+#endif
+    if (into) swapcontext(&f->caller, &f->ctx);
+    else swapcontext(&f->ctx, &f->caller);
 }
 
 int har_fiber_resume(har_fiber_t *f)
@@ -160,11 +203,7 @@ int har_fiber_resume(har_fiber_t *f)
     if (f->done) return 1;
     har_fiber_t *outer = current;
     current = f;
-#ifdef SWITCH_ASM
-    har_fiber_switch_asm(&f->caller_sp, f->sp);
-#else
-    swapcontext(&f->caller, &f->ctx);
-#endif
+    switch_to(f, 1);
     current = outer;
     if (f->done) atomic_fetch_sub(&waiting, 1);
     return f->done;
@@ -187,11 +226,7 @@ void har_fiber_pause(const struct timespec *nap)
          * fiber (oversubscribed ranks wait for a slice of the scheduler
          * otherwise); not a sleep: the caller may be a test. */
         if (nap) sched_yield();
-#ifdef SWITCH_ASM
-        har_fiber_switch_asm(&f->sp, f->caller_sp);
-#else
-        swapcontext(&f->ctx, &f->caller);
-#endif
+        switch_to(f, 0);
         return;
     }
     if (atomic_load_explicit(&waiting, memory_order_relaxed) > 0 && progress_fn && !progressing) {

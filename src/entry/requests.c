@@ -230,6 +230,7 @@ int har_request_persistent(void *slot, har_stage_t *s, har_call_t *call, MPI_Com
 static int claim(int n, const MPI_Request reqs[], entry_t *found[])
 {
     int k = 0;
+    har_comm_progress();  /* every completion call moves the started calls across nodes on, whatever it completes */
     pthread_mutex_lock(&lock);
     for (int i = 0; i < n; i++) {
         found[i] = NULL;
@@ -391,12 +392,14 @@ static int own_progress(int n, entry_t *e[])
 /* Nor can any wait block in the MPI while a started call across nodes
  * runs (har's or not among its requests): that call moves only when har
  * moves it, and a peer may wait for it before it completes what this
- * wait waits for. Until `all` (else any) of the live requests are
- * complete, or no such call runs any more, they are looked at
- * (MPI_Request_get_status: it completes nothing, and moves the MPI) between
- * passes of those calls; the MPI's wait then returns at once, or blocks
- * with nothing of har's left to move. */
-static void move_across(int n, const MPI_Request reqs[], int all)
+ * wait waits for. Until the live requests are all complete, or no such
+ * call runs any more, they are looked at (MPI_Request_get_status: it
+ * completes nothing, and moves the MPI) between passes of those calls;
+ * the MPI's wait then returns at once, or blocks with nothing of har's
+ * left to move. (Waitany and Waitsome test instead: an inactive
+ * persistent request counts as complete for MPI_Request_get_status, not
+ * for them.) */
+static void move_across(int n, const MPI_Request reqs[])
 {
     while (har_comm_across_open()) {
         har_comm_progress();
@@ -408,20 +411,43 @@ static void move_across(int n, const MPI_Request reqs[], int all)
             PMPI_Request_get_status(reqs[i], &flag, MPI_STATUS_IGNORE);
             complete += flag != 0;
         }
-        if (live == 0 || (all ? complete == live : complete > 0)) return;
+        if (complete == live) return;
     }
+}
+
+/* MPI_Testany between passes while started calls across nodes run: its
+ * code; *flag says whether it completed one (or found none active). */
+static int testany_across(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
+{
+    int rc = MPI_SUCCESS;
+    *flag = 0;
+    while (har_comm_across_open() && (rc = PMPI_Testany(n, reqs, index, flag, status)) == MPI_SUCCESS && !*flag)
+        har_comm_progress();
+    return rc;
+}
+
+/* The same for MPI_Testsome: *some once it completed some (or found none
+ * active). */
+static int testsome_across(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[], int *some)
+{
+    int rc = MPI_SUCCESS;
+    *some = 0;
+    while (har_comm_across_open() &&
+           (rc = PMPI_Testsome(n, reqs, outcount, indices, statuses)) == MPI_SUCCESS && !(*some = *outcount != 0))
+        har_comm_progress();
+    return rc;
 }
 
 int har_staged_wait(MPI_Request *req, MPI_Status *status)
 {
     entry_t *e;
     if (!claim(1, req, &e)) {
-        move_across(1, req, 1);
+        move_across(1, req);
         return PMPI_Wait(req, status);
     }
     MPI_Request r = mpi_view(e, *req);
     for (int flag; !own_ended(e);) PMPI_Test(&r, &flag, MPI_STATUS_IGNORE);  /* incomplete: it only moves the MPI */
-    move_across(1, &r, 1);
+    move_across(1, &r);
     int rc = PMPI_Wait(&r, status);
     if (!kept(e)) *req = r;
     if (rc == MPI_SUCCESS) return finish(e, 1);
@@ -432,10 +458,7 @@ int har_staged_wait(MPI_Request *req, MPI_Status *status)
 int har_staged_test(MPI_Request *req, int *flag, MPI_Status *status)
 {
     entry_t *e;
-    if (!claim(1, req, &e)) {
-        har_comm_progress();
-        return PMPI_Test(req, flag, status);
-    }
+    if (!claim(1, req, &e)) return PMPI_Test(req, flag, status);
     MPI_Request r = mpi_view(e, *req);
     own_ended(e);
     *flag = 0;
@@ -473,12 +496,12 @@ int har_staged_waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 {
     room_t r;
     int found = claim_all(&r, n, reqs, 1, statuses);
-    if (found == 0) move_across(n, reqs, 1);
+    if (found == 0) move_across(n, reqs);
     if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Waitall(n, reqs, statuses);
     /* Not MPI_Testall, which MPICH 4 fails with a persistent collective
      * among the requests: a probe moves the MPI's progress as well. */
     for (int flag; !own_progress(n, r.e);) PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
-    move_across(n, r.view, 1);
+    move_across(n, r.view);
     int rc = PMPI_Waitall(n, r.view, r.st);
     unview(&r, n, reqs);
     rc = settle_all(n, r.view, r.e, r.st, rc, 1);
@@ -490,7 +513,6 @@ int har_staged_testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses
 {
     room_t r;
     int found = claim_all(&r, n, reqs, 1, statuses);
-    if (found == 0) har_comm_progress();
     if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Testall(n, reqs, flag, statuses);
     own_progress(n, r.e);
     *flag = 0;
@@ -517,13 +539,12 @@ static int settle_any(int n, entry_t *e[], int index, int completed, int ok)
 int har_staged_waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
 {
     room_t r;
-    int found = claim_all(&r, n, reqs, 0, NULL);
-    if (found == 0) move_across(n, reqs, 0);
+    int found = claim_all(&r, n, reqs, 0, NULL), rc = MPI_SUCCESS, flag = 0;
+    if (found == 0 && ((rc = testany_across(n, reqs, index, &flag, status)) != MPI_SUCCESS || flag)) return rc;
     if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Waitany(n, reqs, index, status);
     *index = MPI_UNDEFINED;
-    int rc = MPI_SUCCESS, flag = 0;
     while (!own_progress(n, r.e) && (rc = PMPI_Testany(n, r.view, index, &flag, status)) == MPI_SUCCESS && !flag) {}
-    if (rc == MPI_SUCCESS && !flag) move_across(n, r.view, 0);
+    if (rc == MPI_SUCCESS && !flag) rc = testany_across(n, r.view, index, &flag, status);
     if (rc == MPI_SUCCESS && !flag) rc = PMPI_Waitany(n, r.view, index, status);
     unview(&r, n, reqs);
     int completed = *index >= 0 && *index < n;  /* with an error, index names the request that failed */
@@ -536,7 +557,6 @@ int har_staged_testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Sta
 {
     room_t r;
     int found = claim_all(&r, n, reqs, 0, NULL);
-    if (found == 0) har_comm_progress();
     if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Testany(n, reqs, index, flag, status);
     own_progress(n, r.e);
     *index = MPI_UNDEFINED;
@@ -573,14 +593,14 @@ static int settle_some(int n, const MPI_Request view[], entry_t *e[], int rc, in
 int har_staged_waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
 {
     room_t r;
-    int found = claim_all(&r, n, reqs, 1, statuses);
-    if (found == 0) move_across(n, reqs, 0);
+    int found = claim_all(&r, n, reqs, 1, statuses), rc = MPI_SUCCESS, some = 0;
+    if (found == 0 && ((rc = testsome_across(n, reqs, outcount, indices, statuses, &some)) != MPI_SUCCESS || some))
+        return rc;
     if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Waitsome(n, reqs, outcount, indices, statuses);
     *outcount = MPI_UNDEFINED;
-    int rc = MPI_SUCCESS, some = 0;
     while (!own_progress(n, r.e) && (rc = PMPI_Testsome(n, r.view, outcount, indices, r.st)) == MPI_SUCCESS &&
            !(some = *outcount != 0)) {}
-    if (rc == MPI_SUCCESS && !some) move_across(n, r.view, 0);
+    if (rc == MPI_SUCCESS && !some) rc = testsome_across(n, r.view, outcount, indices, r.st, &some);
     if (rc == MPI_SUCCESS && !some) rc = PMPI_Waitsome(n, r.view, outcount, indices, r.st);
     unview(&r, n, reqs);
     rc = settle_some(n, r.view, r.e, rc, *outcount, indices, r.st);
@@ -592,7 +612,6 @@ int har_staged_testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
 {
     room_t r;
     int found = claim_all(&r, n, reqs, 1, statuses);
-    if (found == 0) har_comm_progress();
     if (found <= 0) return found < 0 ? MPI_ERR_NO_MEM : PMPI_Testsome(n, reqs, outcount, indices, statuses);
     own_progress(n, r.e);
     *outcount = MPI_UNDEFINED;
@@ -606,10 +625,7 @@ int har_staged_testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
 int har_staged_request_get_status(MPI_Request req, int *flag, MPI_Status *status)
 {
     entry_t *e;
-    if (!claim(1, &req, &e)) {
-        har_comm_progress();
-        return PMPI_Request_get_status(req, flag, status);
-    }
+    if (!claim(1, &req, &e)) return PMPI_Request_get_status(req, flag, status);
     own_ended(e);
     int rc = PMPI_Request_get_status(mpi_view(e, req), flag, status);
     /* Complete: the results belong in the application's buffer now, though

@@ -440,7 +440,7 @@ int main(int argc, char **argv)
     seen_at = har_counter_index("seen");
     mpi_at = har_counter_index("mpi");
     iallreduce_at = har_counter_index("iallreduce");
-    if (ncounters > MAX_COUNTERS || seen_at < 0 || mpi_at < 0) {
+    if (ncounters > MAX_COUNTERS || seen_at < 0 || mpi_at < 0 || iallreduce_at < 0) {
         fprintf(stderr, "check_allreduce: har's counters are not what this test knows\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }

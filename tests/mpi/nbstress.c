@@ -8,8 +8,14 @@
  * exactly (integer sums). What every rank must agree on (sizes, batches,
  * communicators) comes from a generator seeded alike; delays and
  * completion calls from one seeded per rank.
- *   nbstress [--calls N] [--seed S] [--expect PATH]
- * --expect PATH: har's counter of PATH grew by every call made. */
+ *   nbstress [--calls N] [--seed S] [--expect PATH] [--mixed]
+ * --expect PATH: har's counter of PATH grew by every call made.
+ * --mixed: each batch also makes a blocking all-reduce on the world that
+ * har serves, even ranks before completing the batch and odd ranks after
+ * (its waits must move the started calls that the peers wait on), and
+ * then, every rank after completing the batch, one with a user op (the
+ * MPI's: blocked in the MPI a rank moves nothing of har's, so no peer may
+ * wait on its started calls meanwhile). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +46,25 @@ static long long counter(const char *name)
 
 static int value(int rank, size_t i, long call) { return (rank + 1) * (int)(i % 7 + 1) + (int)(call % 5); }
 
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((const int *)in)[i];
+}
+
+static int mixed;
+static MPI_Op user_op;
+static long wrong;
+
+/* --mixed: a blocking call, har's (MPI_SUM) or the MPI's (user_op), checked. */
+static void blocking_call(int rank, int size, MPI_Op op)
+{
+    int v[2] = {rank + 1, rank + 1}, want = size * (size + 1) / 2;
+    MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, op, MPI_COMM_WORLD);
+    if (v[1] != want && wrong++ < 5)
+        fprintf(stderr, "nbstress: rank %d: a blocking call gave %d, not %d\n", rank, v[1], want);
+}
+
 static void delay(void)
 {
     if (below(&own_state, 4) == 0) usleep(below(&own_state, 50));
@@ -55,8 +80,9 @@ int main(int argc, char **argv)
         if (!strcmp(argv[a], "--calls") && a + 1 < argc) calls = atol(argv[++a]);
         else if (!strcmp(argv[a], "--seed") && a + 1 < argc) seed = strtoull(argv[++a], NULL, 10);
         else if (!strcmp(argv[a], "--expect") && a + 1 < argc) expect = argv[++a];
+        else if (!strcmp(argv[a], "--mixed")) mixed = 1;
         else {
-            fprintf(stderr, "usage: nbstress [--calls N] [--seed S] [--expect PATH]\n");
+            fprintf(stderr, "usage: nbstress [--calls N] [--seed S] [--expect PATH] [--mixed]\n");
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
@@ -82,7 +108,8 @@ int main(int argc, char **argv)
         in[k] = malloc(LARGE * sizeof(int));
         out[k] = malloc(LARGE * sizeof(int));
     }
-    long done = 0, wrong = 0;
+    MPI_Op_create(user_sum, 1, &user_op);
+    long done = 0;
     while (done < calls) {
         int batch = 1 + (int)below(&shared_state, MAX_BATCH);
         if (batch > calls - done) batch = (int)(calls - done);
@@ -101,6 +128,7 @@ int main(int argc, char **argv)
             MPI_Iallreduce(inplace[k] ? MPI_IN_PLACE : in[k], out[k], (int)count[k], MPI_INT, MPI_SUM, comm, &req[k]);
         }
         delay();
+        if (mixed && rank % 2 == 0) blocking_call(rank, size, MPI_SUM);
         int flag = 0, index, outcount, idx[MAX_BATCH], order[MAX_BATCH];
         switch (below(&own_state, 5)) {
         case 0:
@@ -131,6 +159,8 @@ int main(int argc, char **argv)
             while (!flag) MPI_Testall(batch, req, &flag, MPI_STATUSES_IGNORE);
             break;
         }
+        if (mixed && rank % 2) blocking_call(rank, size, MPI_SUM);
+        if (mixed) blocking_call(rank, size, user_op);
         for (int k = 0; k < batch; k++) {
             long call = done + k;
             for (size_t i = 0; i < count[k]; i++) {
@@ -168,6 +198,7 @@ int main(int argc, char **argv)
         free(in[k]);
         free(out[k]);
     }
+    MPI_Op_free(&user_op);
     MPI_Finalize();
     return total != 0;
 }

@@ -82,6 +82,10 @@ check "stress across 2 nodes of 2: 2000 MPI_Iallreduce, batches of up to 8 on tw
     env HAR_NODE_SIZE=2 $mpi 4 "$bin/mpi/nbstress" --calls 2000 --seed $seed --expect progressed
 check "stress across nodes of 2+1 (leader): 1000 MPI_Iallreduce, every one progressed, every result exact" \
     env HAR_NODE_SIZE=2 $mpi 3 "$bin/mpi/nbstress" --calls 1000 --seed $seed --expect progressed
+check "stress across 2 nodes of 2, mixed with blocking calls har serves, made by even ranks before completing each batch and by odd ranks after, and the MPI's (a user op) after: 500 calls" \
+    env HAR_NODE_SIZE=2 $mpi 4 "$bin/mpi/nbstress" --calls 500 --seed $seed --expect progressed --mixed
+check "stress across 2 nodes of 2 under HAR_CHECK=1 (not compared in the started calls, the blocking ones compared): 300 calls" \
+    env HAR_CHECK=1 HAR_NODE_SIZE=2 $mpi 4 "$bin/mpi/nbstress" --calls 300 --seed $seed --expect progressed --mixed
 check_fails "the stress catches one damaged element of a result (HAR_TEST_CORRUPT)" "element 1:" \
     env HAR_TEST_CORRUPT=1:1 HAR_NODE_SIZE=2 $mpi 4 "$bin/mpi/nbstress" --calls 50 --seed $seed --expect progressed
 
