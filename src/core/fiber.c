@@ -53,7 +53,7 @@ static int by_hand;             /* the switch by hand serves this process (set a
  * continues on the stack `to`, saved the same way (or made by
  * har_fiber_new), returning where that one called fiber_switch. */
 void har_fiber_switch_asm(void **from, void *to) __attribute__((visibility("hidden")));
-__asm__(".text\n"
+__asm__(".pushsection .text\n"  /* and back to whatever section the compiler was in */
         ".globl har_fiber_switch_asm\n"
         ".hidden har_fiber_switch_asm\n"
         ".type har_fiber_switch_asm, @function\n"
@@ -79,7 +79,8 @@ __asm__(".text\n"
         "    popq %rbx\n"
         "    popq %rbp\n"
         "    ret\n"
-        ".size har_fiber_switch_asm, .-har_fiber_switch_asm\n");
+        ".size har_fiber_switch_asm, .-har_fiber_switch_asm\n"
+        ".popsection\n");
 #endif
 
 static char *stack_get(void)
