@@ -11,7 +11,6 @@
 #define _GNU_SOURCE  /* MAP_STACK, MAP_NORESERVE */
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <ucontext.h>
@@ -42,9 +41,7 @@ struct har_fiber {
 static __thread har_fiber_t *current;
 static char *kept[KEPT_STACKS];
 static int nkept;
-static atomic_int waiting;      /* fibers not yet returned: the pause outside one runs them */
 static void (*progress_fn)(void);
-static __thread int progressing;
 static int by_hand;             /* the switch by hand serves this process (set at the first fiber) */
 
 #ifdef SWITCH_ASM
@@ -181,7 +178,6 @@ har_fiber_t *har_fiber_new(void (*fn)(void *arg), void *arg)
         f->ctx.uc_link = &f->caller;
         makecontext(&f->ctx, fiber_main, 0);
     }
-    atomic_fetch_add(&waiting, 1);
     return f;
 }
 
@@ -206,7 +202,6 @@ int har_fiber_resume(har_fiber_t *f)
     current = f;
     switch_to(f, 1);
     current = outer;
-    if (f->done) atomic_fetch_sub(&waiting, 1);
     return f->done;
 }
 
@@ -230,11 +225,7 @@ void har_fiber_pause(const struct timespec *nap)
         switch_to(f, 0);
         return;
     }
-    if (atomic_load_explicit(&waiting, memory_order_relaxed) > 0 && progress_fn && !progressing) {
-        progressing = 1;
-        progress_fn();
-        progressing = 0;
-    }
+    if (progress_fn) progress_fn();  /* it returns at once where no fiber waits, or a pass is under way */
     if (nap) nanosleep(nap, NULL);
     else sched_yield();
 }

@@ -34,13 +34,19 @@ HAR_HIDDEN int har_fiber_resume(har_fiber_t *f);
 HAR_HIDDEN void har_fiber_free(har_fiber_t *f);
 /* Is the caller running in a fiber? */
 HAR_HIDDEN int har_fiber_inside(void);
+/* How many passes a wait in a fiber makes before it looks for dead peers
+ * and time-outs (slower than a test) and before it yields the core to its
+ * peers at each pass, as a wait outside one does after its spins. */
+#define HAR_FIBER_PASSES 16
+
 /* A wait's turn to let others run: in a fiber, back to whoever resumed
  * it (after a yield of the core where `nap` is given: a long wait);
  * outside, the fibers run once (if any wait), then the core goes to the
  * peers: `nap` slept where given, else a yield. */
 HAR_HIDDEN void har_fiber_pause(const struct timespec *nap);
-/* What runs the waiting fibers once (comm/call.c's): the pause outside a
- * fiber calls it while any fiber has not returned. */
+/* What runs the waiting fibers once (comm/call.c's har_comm_progress,
+ * which returns at once where none waits or a pass is under way): the
+ * pause outside a fiber calls it. */
 HAR_HIDDEN void har_fiber_set_progress(void (*progress)(void));
 
 #endif

@@ -59,15 +59,15 @@ static har_status_t wait_until(int (*done)(void *ctx), void *ctx, cudaStream_t s
                                const har_cuda_watch_t *watch, const char *step)
 {
     double started = har_node_seg_now();
-    int fiber = har_fiber_inside();  /* gives the thread back at once, and looks around every 16 passes */
+    int fiber = har_fiber_inside();  /* gives the thread back at once (core/fiber.h) */
     for (unsigned long i = 0;; i++) {
         int r = done(ctx);
         if (r > 0) return HAR_OK;
         if (r < 0) return har_cuda_status(-r, step);
         if (i < 4096 && !fiber) continue;
-        struct timespec nap = {0, 20000};  /* in a fiber: the core goes to the peers after 16 passes */
-        har_fiber_pause(fiber && i >= 16 ? &nap : NULL);
-        if (i % (fiber ? 16 : 256) || i == 0) continue;
+        struct timespec nap = {0, 20000};  /* in a fiber: the core goes to the peers after HAR_FIBER_PASSES */
+        har_fiber_pause(fiber && i >= HAR_FIBER_PASSES ? &nap : NULL);
+        if (i % (fiber ? HAR_FIBER_PASSES : 256) || i == 0) continue;
         /* A kernel that faulted never writes its flags: the stream says so. */
         cudaError_t e = cudaStreamQuery(s);
         if (e != cudaSuccess && e != cudaErrorNotReady) return har_cuda_status(e, step);

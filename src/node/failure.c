@@ -300,9 +300,8 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
         }
         if (done) break;
         /* The common case is done within microseconds; a fiber gives the
-         * thread back at once instead (core/fiber.h), and looks around
-         * every 16 passes. */
-        unsigned long slow = fiber ? 16 : 1024, every = fiber ? 16 : 256;
+         * thread back at once instead (core/fiber.h). */
+        unsigned long slow = fiber ? HAR_FIBER_PASSES : 1024, every = fiber ? HAR_FIBER_PASSES : 256;
         if (i < slow && !fiber) continue;
         if (i == slow && across) atomic_store_explicit(across, 1, memory_order_relaxed);  /* a hint: slow path only */
         struct timespec nap = {0, 50000};  /* a long wait: leave the core to the peers */
@@ -321,7 +320,7 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
          * and must not win that race with a time-out that names nobody. */
         if ((st = node_check(node, partner >= 0 ? har_node_seg_now() : started, node->call, step)) != HAR_OK) break;
     }
-    if (across && i >= (fiber ? 16 : 1024)) atomic_store_explicit(across, 0, memory_order_relaxed);
+    if (across && i >= (fiber ? HAR_FIBER_PASSES : 1024)) atomic_store_explicit(across, 0, memory_order_relaxed);
     return st;
 }
 

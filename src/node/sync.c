@@ -111,9 +111,9 @@ har_status_t har_node_seg_wait(har_node_seg_t *seg, int peer, uint64_t epoch, do
             har_fiber_pause(NULL);
             continue;
         }
-        har_fiber_pause(fiber && i < 16 ? NULL : &nap);
+        har_fiber_pause(fiber && i < HAR_FIBER_PASSES ? NULL : &nap);
         if (nap.tv_nsec < 1000000) nap.tv_nsec += nap.tv_nsec / 4;
-        if (i % 16 || i == 0) continue;  /* the checks below are slower than a flag load */
+        if (i % HAR_FIBER_PASSES || i == 0) continue;  /* the checks below are slower than a flag load */
         har_status_t st = check(seg, peer, start, timeout, 1, culprit);
         if (st == HAR_OK) continue;
         /* It may have finished the step just before it left. */
