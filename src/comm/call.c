@@ -11,10 +11,14 @@
  * plan for host memory would use the host segment, so a host call still
  * makes one synchronisation), and the node plans from what all posted. */
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include "comm/call.h"
 #include "core/fiber.h"
 #include "core/log.h"
@@ -314,6 +318,7 @@ struct har_comm_pending {
     har_call_t call;        /* its copy, which the plan marks up */
     unsigned forced;
     unsigned paths;         /* its plan's, once ended */
+    void *cuda_ctx;         /* the poster's current CUDA context, made current for it by the mover */
     struct har_comm_pending *next_across;
 };
 
@@ -325,10 +330,24 @@ struct har_comm_pending {
  * they were posted; the first of each communicator runs, the others wait
  * for it: a communicator's calls take its state in turn, in the order
  * every rank posted them. Every pass (a completion call's, a wait of a
- * blocking call's, a post's) resumes each runnable one once. */
+ * blocking call's, a post's) resumes each runnable one once.
+ *
+ * Under MPI_THREAD_MULTIPLE (HAR_PROGRESS_THREAD) the passes are the
+ * mover's, a thread of har's made at the first such post: the calls then
+ * move while the application computes, and its threads only look whether
+ * they ended. The list's links are read and written under across_lock;
+ * the fibers run outside it. */
 static har_comm_pending_t *across_first, **across_last = &across_first;
+static pthread_mutex_t across_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t across_posted = PTHREAD_COND_INITIALIZER;
 static _Atomic int across_open;     /* in the list: read without the lock */
 static _Atomic int across_busy;     /* a pass under way (one at a time) */
+static struct {
+    pthread_t id;
+    _Atomic int running;            /* it makes every pass: no other thread does */
+    int asleep, stop;               /* under across_lock */
+} mover;
+static __thread int on_mover;
 
 static har_status_t plan_call(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan);
 static int thread_multiple(void);
@@ -355,7 +374,7 @@ static void run_across(void *arg)
     p->paths = plan.paths | HAR_BIT(PROGRESSED);
 }
 
-/* May p run: is it the first of its communicator in the list? */
+/* May p run: is it the first of its communicator in the list? Under across_lock. */
 static int runnable(const har_comm_pending_t *p)
 {
     for (const har_comm_pending_t *q = across_first; q != p; q = q->next_across)
@@ -363,6 +382,7 @@ static int runnable(const har_comm_pending_t *p)
     return 1;
 }
 
+/* Under across_lock. */
 static void across_remove(har_comm_pending_t *p)
 {
     har_comm_pending_t **at = &across_first;
@@ -372,41 +392,152 @@ static void across_remove(har_comm_pending_t *p)
     atomic_fetch_sub(&across_open, 1);
 }
 
-void har_comm_progress(void)
+/* Resumes p once: 1 once it has ended. */
+static int across_step(har_comm_pending_t *p)
 {
-    int idle = 0;
-    if (!atomic_load_explicit(&across_open, memory_order_acquire) || har_fiber_inside() ||
-        !atomic_compare_exchange_strong(&across_busy, &idle, 1))
-        return;
-    for (har_comm_pending_t *p = across_first, *next; p; p = next) {
-        next = p->next_across;
-        if (!runnable(p)) continue;
-        if (!p->fiber && !(p->fiber = har_fiber_new(run_across, p))) {
-            /* It cannot begin; its peers' calls began or will: the
-             * communicator fails, and they hear it. */
-            p->st = har_comm_fail(p->c, HAR_ERR_INTERNAL);
-            p->paths = HAR_BIT(PROGRESSED);
-        } else if (!har_fiber_resume(p->fiber)) {
-            continue;
-        }
-        har_fiber_free(p->fiber);
-        p->fiber = NULL;
-        p->c = NULL;
-        across_remove(p);
-        atomic_store_explicit(&p->ended, 1, memory_order_release);
+    if (!p->fiber && !(p->fiber = har_fiber_new(run_across, p))) {
+        /* It cannot begin; its peers' calls began or will: the
+         * communicator fails, and they hear it. */
+        p->st = har_comm_fail(p->c, HAR_ERR_INTERNAL);
+        p->paths = HAR_BIT(PROGRESSED);
+        return 1;
     }
-    atomic_store(&across_busy, 0);
+    if (on_mover && p->cuda_ctx) har_cuda_context_restore(p->cuda_ctx);
+    if (!har_fiber_resume(p->fiber)) return 0;
+    har_fiber_free(p->fiber);
+    p->fiber = NULL;
+    return 1;
 }
 
-int har_comm_across_open(void) { return atomic_load_explicit(&across_open, memory_order_acquire) > 0; }
+/* One pass over the runnable calls; 1 where each one resumed is in a long
+ * wait for its peers (the mover may sleep a little). */
+static int across_pass(void)
+{
+    int idle = 0, resumed = 0, waiting_long = 0;
+    if (!atomic_load_explicit(&across_open, memory_order_acquire) || har_fiber_inside() ||
+        (atomic_load_explicit(&mover.running, memory_order_acquire) && !on_mover) ||
+        !atomic_compare_exchange_strong(&across_busy, &idle, 1))
+        return 0;
+    pthread_mutex_lock(&across_lock);
+    for (har_comm_pending_t *p = across_first, *next; p; p = next) {
+        int run = runnable(p), ended = 0;
+        pthread_mutex_unlock(&across_lock);  /* only this pass removes p: it stays */
+        if (run) {
+            ended = across_step(p);
+            resumed++;
+            waiting_long += !ended && har_fiber_waits_long(p->fiber);
+        }
+        pthread_mutex_lock(&across_lock);
+        next = p->next_across;
+        if (ended) {
+            p->c = NULL;
+            across_remove(p);
+            atomic_store_explicit(&p->ended, 1, memory_order_release);  /* its owner may free it from now on */
+        }
+    }
+    pthread_mutex_unlock(&across_lock);
+    atomic_store(&across_busy, 0);
+    return resumed && waiting_long == resumed;
+}
+
+void har_comm_progress(void)
+{
+    /* Where the mover moves them, a caller that looks for their end gives
+     * it the core instead (their waits spin: a rank's threads may share
+     * one core). */
+    if (atomic_load_explicit(&mover.running, memory_order_acquire) && !on_mover) {
+        if (atomic_load_explicit(&across_open, memory_order_acquire)) sched_yield();
+        return;
+    }
+    across_pass();
+}
+
+/* How long the mover keeps passing over an empty list before it sleeps
+ * (a new post then wakes it, a system call and the scheduler's wake-up),
+ * and how many passes in which every call waits long it makes before it
+ * sleeps a little between passes (leaving the core to the application
+ * when a peer is late; the wait's own nap, as a wait outside a fiber
+ * takes). */
+#define MOVER_IDLE_NS 200000
+#define MOVER_LONG_PASSES 256
+
+static void *mover_main(void *arg)
+{
+    (void)arg;
+    on_mover = 1;
+#ifdef PR_SET_TIMERSLACK
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  /* its naps: microseconds, not the default 50 */
+#endif
+    struct timespec nap = {0, 20000};
+    int long_passes = 0;
+    pthread_mutex_lock(&across_lock);
+    while (!mover.stop) {
+        if (!atomic_load(&across_open)) {
+            pthread_mutex_unlock(&across_lock);
+            double since = har_node_seg_now();
+            while (!atomic_load(&across_open) && har_node_seg_now() - since < MOVER_IDLE_NS * 1e-9) sched_yield();
+            pthread_mutex_lock(&across_lock);
+            if (!atomic_load(&across_open) && !mover.stop) {
+                mover.asleep = 1;
+                pthread_cond_wait(&across_posted, &across_lock);
+                mover.asleep = 0;
+            }
+            continue;
+        }
+        pthread_mutex_unlock(&across_lock);
+        long_passes = across_pass() ? long_passes + 1 : 0;
+        if (long_passes > MOVER_LONG_PASSES) nanosleep(&nap, NULL);
+        pthread_mutex_lock(&across_lock);
+    }
+    pthread_mutex_unlock(&across_lock);
+    return NULL;
+}
+
+/* The mover, made if not yet (under across_lock); 0 if it cannot be. Its
+ * signals are blocked: the application's handlers run on its own threads. */
+static int mover_start(void)
+{
+    if (atomic_load(&mover.running)) return 1;
+    sigset_t all, was;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &was);
+    int rc = pthread_create(&mover.id, NULL, mover_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &was, NULL);
+    if (rc != 0) {
+        har_note("no thread to move started calls across nodes: %s", strerror(rc));
+        return 0;
+    }
+    HAR_LOG(HAR_LOG_DEBUG, "a thread of har's moves started calls across nodes (MPI_THREAD_MULTIPLE)");
+    atomic_store(&mover.running, 1);
+    return 1;
+}
+
+void har_comm_progress_stop(void)
+{
+    pthread_mutex_lock(&across_lock);
+    int running = atomic_load(&mover.running);
+    mover.stop = 1;
+    pthread_cond_signal(&across_posted);
+    pthread_mutex_unlock(&across_lock);
+    if (running) pthread_join(mover.id, NULL);
+    atomic_store(&mover.running, 0);
+}
+
+int har_comm_across_to_move(void)
+{
+    return atomic_load_explicit(&across_open, memory_order_acquire) > 0 &&
+           !atomic_load_explicit(&mover.running, memory_order_acquire);
+}
 
 /* Does comm c have a started call across nodes in the list? */
 static int across_on(const har_comm_t *c)
 {
-    if (!har_comm_across_open()) return 0;
-    for (const har_comm_pending_t *p = across_first; p; p = p->next_across)
-        if (p->c == c) return 1;
-    return 0;
+    if (!atomic_load_explicit(&across_open, memory_order_acquire)) return 0;
+    int on = 0;
+    pthread_mutex_lock(&across_lock);
+    for (const har_comm_pending_t *p = across_first; p && !on; p = p->next_across) on = p->c == c;
+    pthread_mutex_unlock(&across_lock);
+    return on;
 }
 
 /* Every started call across nodes on c ends (a later call on c, or c's
@@ -427,10 +558,12 @@ static void end_across(har_comm_t *c, int drive)
 static har_status_t start_across(har_comm_t *c, const har_call_t *call, unsigned forced, har_plan_t *plan,
                                  har_comm_pending_t **pending)
 {
-    /* Under MPI_THREAD_MULTIPLE another thread may call on c meanwhile;
-     * the MPI serves the call (thread level and settings are alike on
-     * every rank). */
-    if (thread_multiple()) return HAR_OK;
+    /* Under MPI_THREAD_MULTIPLE the passes are the mover's, or without it
+     * (HAR_PROGRESS_THREAD=0) the MPI serves the call: another thread may
+     * call on c meanwhile (thread level and settings are alike on every
+     * rank). */
+    int threaded = thread_multiple();
+    if (threaded && !c->set.progress_thread) return HAR_OK;
     har_plan_in_t in = plan_in(c, call, forced);
     *plan = har_plan(&in, &c->set);
     if (plan->engine == HAR_PATH_MPI) return HAR_OK;  /* HAR_ALGO=mpi: across nodes the only way to the MPI */
@@ -443,9 +576,18 @@ static har_status_t start_across(har_comm_t *c, const har_call_t *call, unsigned
     p->across = 1;
     p->call = *call;
     p->forced = forced;
+    p->cuda_ctx = threaded ? har_cuda_context_save() : NULL;
+    pthread_mutex_lock(&across_lock);
+    if (threaded && !mover_start()) {
+        pthread_mutex_unlock(&across_lock);
+        free(p);
+        return HAR_ERR_INTERNAL;  /* as above */
+    }
     *across_last = p;
     across_last = &p->next_across;
     atomic_fetch_add(&across_open, 1);
+    if (mover.asleep) pthread_cond_signal(&across_posted);
+    pthread_mutex_unlock(&across_lock);
     plan->paths = HAR_BIT(PROGRESSED);  /* its paths are counted when it ends */
     *pending = p;
     har_comm_progress();

@@ -60,10 +60,15 @@ HAR_HIDDEN unsigned har_comm_pending_paths(const har_comm_pending_t *p, size_t *
 HAR_HIDDEN void har_comm_pending_free(har_comm_pending_t *p);
 /* Moves every started call across nodes on, once each, up to its next
  * wait for a peer: what each completion call does (and a blocking call's
- * waits, through core/fiber.h). Nothing from inside one. */
+ * waits, through core/fiber.h). Nothing from inside one, nor where har's
+ * own thread moves them (under MPI_THREAD_MULTIPLE). */
 HAR_HIDDEN void har_comm_progress(void);
-/* Are any started calls across nodes still running? (A load.) */
-HAR_HIDDEN int har_comm_across_open(void);
+/* Must the application's calls move started calls across nodes: do some
+ * run, with no thread of har's to move them? (Two loads.) */
+HAR_HIDDEN int har_comm_across_to_move(void);
+/* Ends the thread that moves started calls, if one was made (MPI_Finalize,
+ * once every call has ended). */
+HAR_HIDDEN void har_comm_progress_stop(void);
 /* Ends every call started on c (the state is about to go): waits without
  * driving the MPI. */
 HAR_HIDDEN void har_comm_end_open(har_comm_t *c);

@@ -206,6 +206,7 @@ void har_comm_finalize(void)
     pthread_mutex_lock(&lock);
     for (har_comm_t *c = live; c; c = c->next)
         har_comm_end_open(c);  /* requests left running (erroneous): end them */
+    har_comm_progress_stop();
     for (har_comm_t *c = live; c; c = c->next)
         if (must_meet(c)) har_node_seg_signal(&c->node.seg);
     for (har_comm_t *c = live; c; c = c->next)

@@ -36,6 +36,7 @@ struct har_fiber {
     void *arg;
     char *stack;                /* its lowest page is the guard */
     int done;
+    int waits_long;             /* its last pause was a long wait's (one given a nap) */
 };
 
 static __thread har_fiber_t *current;
@@ -214,6 +215,8 @@ void har_fiber_free(har_fiber_t *f)
 
 int har_fiber_inside(void) { return current != NULL; }
 
+int har_fiber_waits_long(const har_fiber_t *f) { return f->waits_long; }
+
 void har_fiber_pause(const struct timespec *nap)
 {
     har_fiber_t *f = current;
@@ -222,6 +225,7 @@ void har_fiber_pause(const struct timespec *nap)
          * fiber (oversubscribed ranks wait for a slice of the scheduler
          * otherwise); not a sleep: the caller may be a test. */
         if (nap) sched_yield();
+        f->waits_long = nap != NULL;
         switch_to(f, 0);
         return;
     }

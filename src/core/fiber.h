@@ -10,7 +10,10 @@
  * returns at the first such wait, and each completion call resumes the
  * fiber for one pass, up to its next wait. No thread is made, so the MPI
  * is called only from the application's threads, at the thread level it
- * asked for.
+ * asked for. Under MPI_THREAD_MULTIPLE one thread of har's makes every
+ * pass instead (comm/call.c): a fiber always runs on the thread that made
+ * it, since code may keep a thread-local address (errno's) across a
+ * pause.
  *
  * Outside a fiber the same pause lets the fibers run once (the progress
  * function set below) before it yields the core: a blocking call of har's
@@ -34,6 +37,9 @@ HAR_HIDDEN int har_fiber_resume(har_fiber_t *f);
 HAR_HIDDEN void har_fiber_free(har_fiber_t *f);
 /* Is the caller running in a fiber? */
 HAR_HIDDEN int har_fiber_inside(void);
+/* Did f's last pause come from a long wait (one that gave a nap)? A
+ * thread that only resumes fibers may then sleep instead. */
+HAR_HIDDEN int har_fiber_waits_long(const har_fiber_t *f);
 /* How many passes a wait in a fiber makes before it looks for dead peers
  * and time-outs (slower than a test) and before it yields the core to its
  * peers at each pass, as a wait outside one does after its spins. */

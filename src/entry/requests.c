@@ -401,7 +401,7 @@ static int own_progress(int n, entry_t *e[])
  * for them.) */
 static void move_across(int n, const MPI_Request reqs[])
 {
-    while (har_comm_across_open()) {
+    while (har_comm_across_to_move()) {
         har_comm_progress();
         int live = 0, complete = 0;
         for (int i = 0; i < n; i++) {
@@ -421,7 +421,7 @@ static int testany_across(int n, MPI_Request reqs[], int *index, int *flag, MPI_
 {
     int rc = MPI_SUCCESS;
     *flag = 0;
-    while (har_comm_across_open() && (rc = PMPI_Testany(n, reqs, index, flag, status)) == MPI_SUCCESS && !*flag)
+    while (har_comm_across_to_move() && (rc = PMPI_Testany(n, reqs, index, flag, status)) == MPI_SUCCESS && !*flag)
         har_comm_progress();
     return rc;
 }
@@ -432,7 +432,7 @@ static int testsome_across(int n, MPI_Request reqs[], int *outcount, int indices
 {
     int rc = MPI_SUCCESS;
     *some = 0;
-    while (har_comm_across_open() &&
+    while (har_comm_across_to_move() &&
            (rc = PMPI_Testsome(n, reqs, outcount, indices, statuses)) == MPI_SUCCESS && !(*some = *outcount != 0))
         har_comm_progress();
     return rc;

@@ -4,7 +4,7 @@
  *   har-bench [--min BYTES] [--max BYTES] [--type float|double|int|long]
  *             [--op sum|max|min|prod] [--device] [--cuda-first] [--iters N]
  *             [--warmup N] [--buffers K] [--out-of-place] [--check] [--csv FILE]
- *             [--quiet] [--tuning TABLE] [--nonblocking] [--enqueue]
+ *             [--quiet] [--tuning TABLE] [--nonblocking] [--enqueue] [--thread-multiple]
  *
  * Candidates: "har" (the intercepted MPI_Allreduce), "mpi" (the MPI's own
  * PMPI_Allreduce, on the device buffers where it reduces device memory
@@ -45,6 +45,10 @@
  * MPI has the persistent all-reduce, "har_persistent" is MPI_Start and
  * MPI_Wait on a request made once per size and buffer (MPI_Allreduce_init,
  * MPIX_ under Open MPI 4.1), timed and overlapped the same way.
+ *
+ * --thread-multiple initialises the MPI with MPI_THREAD_MULTIPLE, as
+ * mpi4py does (the header line says what the MPI provided): across nodes
+ * har's started calls are then moved by a thread of its own.
  *
  * --enqueue (with --device) times har_allreduce_enqueue, the all-reduce
  * queued on a stream: "har_enqueue" is one call queued on a non-blocking
@@ -129,6 +133,7 @@ static const char usage[] =
     "usage: har-bench [--min BYTES] [--max BYTES] [--type float|double|int|long] [--op sum|max|min|prod]\n"
     "                 [--device] [--cuda-first] [--iters N] [--warmup N] [--buffers K] [--out-of-place]\n"
     "                 [--check] [--csv FILE] [--quiet] [--tuning TABLE] [--nonblocking] [--enqueue]\n"
+    "                 [--thread-multiple]\n"
     "Run it under mpirun; sizes are bytes, with K, M or G. See the README's Benchmark section.\n";
 
 static struct {
@@ -137,8 +142,9 @@ static struct {
     MPI_Op op;
     const char *op_name;
     int op_nccl, device, cuda_first, iters, warmup, buffers, out_of_place, check, quiet, nonblocking, enqueue;
+    int thread_multiple;
     const char *csv, *tune;
-} opt = {4, 64 << 20, &type_opts[0], MPI_SUM, "sum", 0, 0, 0, 0, 5, 4, 0, 0, 0, 0, 0, NULL, NULL};
+} opt = {4, 64 << 20, &type_opts[0], MPI_SUM, "sum", 0, 0, 0, 0, 5, 4, 0, 0, 0, 0, 0, 0, NULL, NULL};
 
 static int rank, nranks, local_size, nnodes;
 static char *host_stage;
@@ -476,6 +482,7 @@ static void parse_args(int argc, char **argv)
         else if (!strcmp(arg, "--quiet")) opt.quiet = 1;
         else if (!strcmp(arg, "--nonblocking")) opt.nonblocking = 1;
         else if (!strcmp(arg, "--enqueue")) opt.enqueue = 1;
+        else if (!strcmp(arg, "--thread-multiple")) opt.thread_multiple = 1;
         else if (!strcmp(arg, "--device")) opt.device = 1;
         else if (!strcmp(arg, "--cuda-first")) opt.cuda_first = opt.device = 1;
         else if (!strcmp(arg, "--type") && val) {
@@ -673,7 +680,8 @@ int main(int argc, char **argv)
 #ifdef HAR_BENCH_CUDA
     if (opt.cuda_first) cuda_first();
 #endif
-    MPI_Init(&argc, &argv);
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Init_thread(&argc, &argv, opt.thread_multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     node_shape();
@@ -741,9 +749,10 @@ int main(int argc, char **argv)
     if (csv) fprintf(csv, "bytes,candidate,ranks,ranks_per_node,nodes,buffers,class,type,op,median_us,p10_us,p90_us,"
                           "algbw_GBs,busbw_GBs,paths,checked,in_place,compute_us,total_us,overlap_pct,stream_us,kernels_us,host_us,graph_us\n");
     if (rank == 0) {
-        printf("# har-bench%s: %d ranks (%d per node, %d node(s)), %s %s, %s buffers (rotating over %d, %s), %s, "
+        printf("# har-bench%s%s: %d ranks (%d per node, %d node(s)), %s %s, %s buffers (rotating over %d, %s), %s, "
                "time = max over ranks per call, median us\n",
                opt.tune ? " --tuning" : opt.nonblocking ? " --nonblocking" : opt.enqueue ? " --enqueue" : "",
+               provided == MPI_THREAD_MULTIPLE ? " under MPI_THREAD_MULTIPLE" : "",
                nranks, local_size,
                nnodes, opt.type->name, opt.op_name, opt.device ? "device" : "host", opt.buffers,
                opt.out_of_place ? "a send buffer each" : "in place",

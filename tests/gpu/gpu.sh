@@ -193,6 +193,13 @@ else
         check "4 ranks under MPS as 2 nodes of 2, $case: every started call of a predefined type on har's blocking path across nodes, moved on by the completion calls" \
             env HAR_TIMEOUT=60 HAR_NODE_SIZE=2 $mpi 4 "$bin/gpu/requests_gpu" $case --device --seed $seed --expect har:host_segment --across
     done
+    # Under MPI_THREAD_MULTIPLE har's thread moves them, each in the CUDA
+    # context its poster had current; rank 0 computing with no MPI call
+    # while its peers' waits end.
+    for case in inflight threads unattended; do
+        check "4 ranks under MPS as 2 nodes of 2, MPI_THREAD_MULTIPLE, $case: every started call on har's blocking path across nodes, moved by har's thread" \
+            env HAR_TIMEOUT=60 HAR_NODE_SIZE=2 $mpi 4 "$bin/gpu/requests_gpu" $case --device --seed $seed --expect har:host_segment --across --thread-multiple
+    done
     for run in 4:400 8:200; do
         np=${run%:*} rounds=${run#*:}
         check "$np ranks under MPS, $((rounds / 2)) rounds of 2 persistent all-reduces started and completed by random calls: har's kernels serve every start" \

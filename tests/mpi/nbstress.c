@@ -8,14 +8,19 @@
  * exactly (integer sums). What every rank must agree on (sizes, batches,
  * communicators) comes from a generator seeded alike; delays and
  * completion calls from one seeded per rank.
- *   nbstress [--calls N] [--seed S] [--expect PATH] [--mixed]
+ *   nbstress [--calls N] [--seed S] [--expect PATH] [--mixed] [--thread-multiple]
  * --expect PATH: har's counter of PATH grew by every call made.
  * --mixed: each batch also makes a blocking all-reduce on the world that
  * har serves, even ranks before completing the batch and odd ranks after
  * (its waits must move the started calls that the peers wait on), and
  * then, every rank after completing the batch, one with a user op (the
  * MPI's: blocked in the MPI a rank moves nothing of har's, so no peer may
- * wait on its started calls meanwhile). */
+ * wait on its started calls meanwhile).
+ * --thread-multiple: MPI_THREAD_MULTIPLE (har's own thread then moves the
+ * started calls), and a second thread of each rank makes N/4 blocking
+ * all-reduces of random sizes on a communicator of its own meanwhile,
+ * each checked. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +70,34 @@ static void blocking_call(int rank, int size, MPI_Op op)
         fprintf(stderr, "nbstress: rank %d: a blocking call gave %d, not %d\n", rank, v[1], want);
 }
 
+/* --thread-multiple: the second thread's blocking calls, on its own
+ * communicator (sizes from a generator seeded alike on every rank). */
+typedef struct { MPI_Comm comm; long calls; unsigned long long seed; int rank, size; long wrong; } side_t;
+
+static void *side_calls(void *arg)
+{
+    side_t *a = arg;
+    uint64_t st = a->seed * 6364136223846793005ull + 11;
+    int *v = malloc(LARGE * sizeof(int));
+    for (long k = 0; k < a->calls; k++) {
+        size_t n = 1 + below(&st, k % 16 == 0 ? LARGE : 3000);
+        for (size_t i = 0; i < n; i++) v[i] = value(a->rank, i, k);
+        MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_INT, MPI_SUM, a->comm);
+        for (size_t i = 0; i < n; i++) {
+            int want = 0;
+            for (int r = 0; r < a->size; r++) want += value(r, i, k);
+            if (v[i] != want) {
+                if (a->wrong++ < 5)
+                    fprintf(stderr, "nbstress: rank %d: the second thread's call %ld, element %zu: %d, not %d\n",
+                            a->rank, k, i, v[i], want);
+                break;
+            }
+        }
+    }
+    free(v);
+    return NULL;
+}
+
 static void delay(void)
 {
     if (below(&own_state, 4) == 0) usleep(below(&own_state, 50));
@@ -75,20 +108,27 @@ int main(int argc, char **argv)
     long calls = 3000;
     unsigned long long seed = 1;
     const char *expect = NULL;
-    MPI_Init(&argc, &argv);
+    int threads = 0, provided;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--calls") && a + 1 < argc) calls = atol(argv[++a]);
         else if (!strcmp(argv[a], "--seed") && a + 1 < argc) seed = strtoull(argv[++a], NULL, 10);
         else if (!strcmp(argv[a], "--expect") && a + 1 < argc) expect = argv[++a];
         else if (!strcmp(argv[a], "--mixed")) mixed = 1;
+        else if (!strcmp(argv[a], "--thread-multiple")) threads = 1;
         else {
-            fprintf(stderr, "usage: nbstress [--calls N] [--seed S] [--expect PATH] [--mixed]\n");
-            MPI_Abort(MPI_COMM_WORLD, 2);
+            fprintf(stderr, "usage: nbstress [--calls N] [--seed S] [--expect PATH] [--mixed] [--thread-multiple]\n");
+            return 2;
         }
     }
+    MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (threads && provided < MPI_THREAD_MULTIPLE) {
+        if (rank == 0) printf("nbstress: the MPI does not provide MPI_THREAD_MULTIPLE; skipped\n");
+        MPI_Finalize();
+        return 77;
+    }
     shared_state = seed * 2654435761u + 1;
     own_state = (seed + 7919u * (unsigned)(rank + 1)) * 40503u + 3;
     MPI_Comm comms[2] = {MPI_COMM_WORLD, MPI_COMM_NULL};
@@ -103,6 +143,12 @@ int main(int argc, char **argv)
         }
     }
     long long before = expect ? counter(expect) : 0;
+    side_t side = {MPI_COMM_NULL, calls / 4, seed, rank, size, 0};
+    pthread_t side_thread;
+    if (threads) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &side.comm);
+        pthread_create(&side_thread, NULL, side_calls, &side);
+    }
     int *in[MAX_BATCH], *out[MAX_BATCH];
     for (int k = 0; k < MAX_BATCH; k++) {
         in[k] = malloc(LARGE * sizeof(int));
@@ -174,6 +220,11 @@ int main(int argc, char **argv)
             }
         }
         done += batch;
+    }
+    if (threads) {
+        pthread_join(side_thread, NULL);
+        MPI_Comm_free(&side.comm);
+        wrong += side.wrong;
     }
     /* A call still running when its communicator is freed (allowed: the
      * free waits for it, collectively) ends with its result. */

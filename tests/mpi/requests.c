@@ -6,7 +6,7 @@
  * left as they were.
  *
  * requests CASE [--device] [--expect staged|untouched|har:PATH[,PATH...] [--setup-host] [--across]] [--blocking-by PATH]
- *          [--seed N] [--rounds N]
+ *          [--seed N] [--rounds N] [--thread-multiple]
  *   inflight    5 all-reduces of different types, counts and ops at once,
  *               beside a ring of Isend/Irecv, per round
  *   deadlock    rank 0 posts MPI_Iallreduce then MPI_Send, rank 1 MPI_Recv
@@ -24,6 +24,12 @@
  *               freed each call (77: no MPI_THREAD_MULTIPLE)
  *   badargs     bad arguments under MPI_ERRORS_RETURN: prints each call's
  *               error class (the test compares them with the MPI's own)
+ *   unattended  rank 0 posts MPI_Iallreduce (256 Ki ints) and then makes no
+ *               MPI call for 2 s; every other rank's wait must end within
+ *               1 s of its post: only a progress thread moves rank 0's part
+ *               meanwhile (with --thread-multiple; 77 without it)
+ * --thread-multiple: MPI_Init_thread asks for MPI_THREAD_MULTIPLE (77 if
+ * the MPI does not provide it).
  * --blocking-by PATH[,PATH...] (threads, without har:PATH): har's counters
  * say that those paths served every blocking call between them.
  * --expect: har's counters say every all-reduce of this rank was staged, or
@@ -56,6 +62,7 @@ static char *blocking_by;              /* --blocking-by PATH[,PATH...] */
 static int set_up;                     /* --expect har:PATH */
 static int setup_host;                 /* --setup-host */
 static int across;                     /* --across: har's started calls ran its blocking path across nodes */
+static int thread_multiple;            /* --thread-multiple (and the threads case) */
 static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Rank r's element i of slot j in round k: small integers, so that sums
@@ -443,6 +450,27 @@ static void deadlock(void)
     slot_free(&s);
 }
 
+/* ---- unattended ------------------------------------------------------------ */
+
+static void unattended(void)
+{
+    setup_comm(MPI_COMM_WORLD);
+    slot_t s;
+    slot_make(&s, S_INT_SUM, 1 << 18);
+    slot_fill(&s, 0, 0);
+    MPI_Request req;
+    double posted_at = MPI_Wtime();
+    slot_post(&s, MPI_COMM_WORLD, &req);
+    if (world_rank == 0) sleep(2);  /* computing: no MPI call */
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    double waited = MPI_Wtime() - posted_at;
+    if (world_rank != 0 && waited > 1.0)
+        FAIL("unattended: rank %d's call took %.2f s while rank 0 made no MPI call: nothing moved rank 0's part",
+             world_rank, waited);
+    slot_check(&s, 0, 0, "unattended case");
+    slot_free(&s);
+}
+
 /* ---- crossed ---------------------------------------------------------------- */
 
 static void crossed(int rounds)
@@ -637,6 +665,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--expect") && i + 1 < argc) set_up = !strncmp(expect = argv[++i], "har:", 4);
         else if (!strcmp(argv[i], "--setup-host")) setup_host = 1;
         else if (!strcmp(argv[i], "--across")) across = 1;
+        else if (!strcmp(argv[i], "--thread-multiple")) thread_multiple = 1;
         else if (!strcmp(argv[i], "--blocking-by") && i + 1 < argc) blocking_by = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = (unsigned)strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
@@ -645,9 +674,15 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    MPI_Init_thread(&argc, &argv, !strcmp(what, "threads") ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
+    thread_multiple |= !strcmp(what, "threads");
+    MPI_Init_thread(&argc, &argv, thread_multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    if (thread_multiple && provided < MPI_THREAD_MULTIPLE) {
+        if (world_rank == 0) printf("requests: the MPI does not provide MPI_THREAD_MULTIPLE; skipped\n");
+        MPI_Finalize();
+        return 77;
+    }
     rng_seed(seed * 1000003u + (unsigned)world_rank);
     MPI_Op_create(strided_sum_fn, 1, &strided_sum);
     if (on_device && !device_setup()) {
@@ -672,12 +707,14 @@ int main(int argc, char **argv)
 #endif
     } else if (!strcmp(what, "badargs")) {
         badargs();
-    } else if (!strcmp(what, "threads")) {
-        if (provided < MPI_THREAD_MULTIPLE) {
-            if (world_rank == 0) printf("requests: the MPI does not provide MPI_THREAD_MULTIPLE; skipped\n");
+    } else if (!strcmp(what, "unattended")) {
+        if (!thread_multiple) {
+            if (world_rank == 0) printf("requests: unattended needs --thread-multiple; skipped\n");
             MPI_Finalize();
             return 77;
         }
+        unattended();
+    } else if (!strcmp(what, "threads")) {
         enum { T = 4 };
         thread_arg_t a[T];
         pthread_t th[T];
@@ -691,8 +728,8 @@ int main(int argc, char **argv)
             MPI_Comm_free(&a[t].comm);
         }
     } else {
-        fprintf(stderr, "usage: requests inflight|deadlock|crossed|persistent|threads|badargs [--device] [--expect staged|untouched|har:PATH[,PATH...] [--setup-host] [--across]] [--blocking-by PATH]"
-                        " [--seed N] [--rounds N]\n");
+        fprintf(stderr, "usage: requests inflight|deadlock|crossed|persistent|threads|badargs|unattended [--device] [--expect staged|untouched|har:PATH[,PATH...] [--setup-host] [--across]] [--blocking-by PATH]"
+                        " [--seed N] [--rounds N] [--thread-multiple]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     check_stage_state("at the end");

@@ -75,6 +75,17 @@ for np in 4 3; do
 done
 check_fails "--across fails where the started calls were not har's across nodes" "expected every started call" \
     env HAR_ALGO=fake $mpi 2 "$linked" inflight --rounds 2 --seed $seed --expect har:fake --across
+# Under MPI_THREAD_MULTIPLE a thread of har's moves them (HAR_PROGRESS_THREAD):
+# the same cases, 4 threads each posting on its own communicator beside
+# their blocking calls, and rank 0 computing 2 s with no MPI call while its
+# peers' waits end (HAR_PROGRESS_THREAD=0: the MPI serves them, and the
+# peers wait for rank 0).
+for case in inflight deadlock crossed persistent threads unattended; do
+    run_case "$case across nodes under MPI_THREAD_MULTIPLE (4 ranks, nodes of 2): every started call on har's blocking path, moved by its thread" \
+        env HAR_NODE_SIZE=2 $mpi 4 "$linked" $case --seed $seed --expect har:host_segment --across --thread-multiple
+done
+check_fails "unattended: without the thread (HAR_PROGRESS_THREAD=0) the peers wait for rank 0's compute" "nothing moved rank 0's part" \
+    env HAR_PROGRESS_THREAD=0 HAR_NODE_SIZE=2 $mpi 4 "$linked" unattended --seed $seed --thread-multiple
 # Stress across nodes: batches of up to 8 in flight on two communicators,
 # random sizes to 1.2 MB, random delays and completion calls, every
 # element checked (tests/mpi/nbstress.c).
@@ -86,6 +97,8 @@ check "stress across 2 nodes of 2, mixed with blocking calls har serves, made by
     env HAR_NODE_SIZE=2 $mpi 4 "$bin/mpi/nbstress" --calls 500 --seed $seed --expect progressed --mixed
 check "stress across 2 nodes of 2 under HAR_CHECK=1 (not compared in the started calls, the blocking ones compared): 300 calls" \
     env HAR_CHECK=1 HAR_NODE_SIZE=2 $mpi 4 "$bin/mpi/nbstress" --calls 300 --seed $seed --expect progressed --mixed
+check "stress across 2 nodes of 2 under MPI_THREAD_MULTIPLE (har's thread moves the started calls; a second thread makes blocking calls on a communicator of its own meanwhile): 2000 calls" \
+    env HAR_NODE_SIZE=2 $mpi 4 "$bin/mpi/nbstress" --calls 2000 --seed $seed --expect progressed --thread-multiple --mixed
 check_fails "the stress catches one damaged element of a result (HAR_TEST_CORRUPT)" "element 1:" \
     env HAR_TEST_CORRUPT=1:1 HAR_NODE_SIZE=2 $mpi 4 "$bin/mpi/nbstress" --calls 50 --seed $seed --expect progressed
 
