@@ -86,6 +86,8 @@ kill_case "killed in the recursive doubling, later" 2:doubling:4 died
 kill_case "MPI_Iallreduce: killed at a started call's arrival" 1:arrival:3 died VICTIM_NONBLOCKING=1
 kill_case "MPI_Iallreduce: killed in the ring of a started call" 1:ring:2 died VICTIM_NONBLOCKING=1
 kill_case "MPI_Iallreduce: killed in the recursive doubling of a started call" 2:doubling:3 died VICTIM_NONBLOCKING=1
+kill_case "MPI_Iallreduce under MPI_THREAD_MULTIPLE (har's thread moves it): killed in the ring" 1:ring:2 died \
+    VICTIM_NONBLOCKING=1 VICTIM_THREADS=1
 kill_case "killed while freeing the communicator" 0:free none
 kill_case "killed in MPI_Finalize" 3:finalize none
 # Nodes of one rank: nobody on the dead rank's node is left to tell, so
@@ -95,6 +97,8 @@ node_size=1
 kill_case "4 pretend nodes of 1, killed in the ring: its neighbours' death watch tells every survivor" 1:ring:2 died
 kill_case "4 pretend nodes of 1, killed in the recursive doubling" 2:doubling:1 died
 kill_case "4 pretend nodes of 1, MPI_Iallreduce: killed in the ring of a started call" 1:ring:2 died VICTIM_NONBLOCKING=1
+kill_case "4 pretend nodes of 1, MPI_Iallreduce under MPI_THREAD_MULTIPLE: killed in the ring" 1:ring:2 died \
+    VICTIM_NONBLOCKING=1 VICTIM_THREADS=1
 kill_case "4 pretend nodes of 1, HAR_WATCH=0: nothing tells of the death, HAR_TIMEOUT (3 s) ends the waits" 1:ring:2 \
     timeout HAR_WATCH=0 HAR_TIMEOUT=3
 done_testing

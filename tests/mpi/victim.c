@@ -4,7 +4,9 @@
  * the communicator fail too.
  *   victim [CALLS]   (default 8: sizes one-shot and two-shot, in turn)
  * VICTIM_NONBLOCKING=1: every call after the first (blocking: it sets the
- * communicator up) is an MPI_Iallreduce completed by MPI_Wait. */
+ * communicator up) is an MPI_Iallreduce completed by MPI_Wait.
+ * VICTIM_THREADS=1: MPI_THREAD_MULTIPLE (across nodes har's own thread
+ * then moves those calls). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +35,8 @@ static double now(void)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    int provided;
+    MPI_Init_thread(&argc, &argv, getenv("VICTIM_THREADS") ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     int rank, size, calls = argc > 1 ? atoi(argv[1]) : 8;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
