@@ -454,12 +454,13 @@ void har_comm_progress(void)
 
 /* How long the mover keeps passing over an empty list before it sleeps
  * (a new post then wakes it, a system call and the scheduler's wake-up),
- * and how many passes in which every call waits long it makes before it
- * sleeps a little between passes (leaving the core to the application
- * when a peer is late; the wait's own nap, as a wait outside a fiber
- * takes). */
+ * and how long every call it runs must have waited long before it sleeps
+ * a little between passes (leaving the core to the application when a
+ * peer is late, as a wait outside a fiber does). Between passes it yields
+ * the core: a rank's threads may share one, and the application's
+ * completion calls yield to it alike. */
 #define MOVER_IDLE_NS 200000
-#define MOVER_LONG_PASSES 256
+#define MOVER_LONG_NS 2000000
 
 static void *mover_main(void *arg)
 {
@@ -469,10 +470,11 @@ static void *mover_main(void *arg)
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  /* its naps: microseconds, not the default 50 */
 #endif
     struct timespec nap = {0, 20000};
-    int long_passes = 0;
+    double moved = 0;  /* when a pass last found a call not in a long wait */
     pthread_mutex_lock(&across_lock);
     while (!mover.stop) {
         if (!atomic_load(&across_open)) {
+            moved = 0;
             pthread_mutex_unlock(&across_lock);
             double since = har_node_seg_now();
             while (!atomic_load(&across_open) && har_node_seg_now() - since < MOVER_IDLE_NS * 1e-9) sched_yield();
@@ -485,8 +487,10 @@ static void *mover_main(void *arg)
             continue;
         }
         pthread_mutex_unlock(&across_lock);
-        long_passes = across_pass() ? long_passes + 1 : 0;
-        if (long_passes > MOVER_LONG_PASSES) nanosleep(&nap, NULL);
+        double now = har_node_seg_now();
+        if (!across_pass() || !moved) moved = now;
+        if (now - moved > MOVER_LONG_NS * 1e-9) nanosleep(&nap, NULL);
+        else sched_yield();
         pthread_mutex_lock(&across_lock);
     }
     pthread_mutex_unlock(&across_lock);
