@@ -230,7 +230,7 @@ int har_request_persistent(void *slot, har_stage_t *s, har_call_t *call, MPI_Com
 static int claim(int n, const MPI_Request reqs[], entry_t *found[])
 {
     int k = 0;
-    har_comm_progress();  /* every completion call moves the started calls across nodes on, whatever it completes */
+    har_comm_progress();  /* every completion call moves the started calls across nodes on (or yields to har's thread that does) */
     pthread_mutex_lock(&lock);
     for (int i = 0; i < n; i++) {
         found[i] = NULL;
@@ -390,9 +390,9 @@ static int own_progress(int n, entry_t *e[])
  * a probe). */
 
 /* Nor can any wait block in the MPI while a started call across nodes
- * runs (har's or not among its requests): that call moves only when har
- * moves it, and a peer may wait for it before it completes what this
- * wait waits for. Until the live requests are all complete, or no such
+ * runs (har's or not among its requests) with no thread of har's to
+ * move it: that call moves only when har moves it, and a peer may wait
+ * for it before it completes what this wait waits for. Until the live requests are all complete, or no such
  * call runs any more, they are looked at (MPI_Request_get_status: it
  * completes nothing, and moves the MPI) between passes of those calls;
  * the MPI's wait then returns at once, or blocks with nothing of har's
