@@ -358,6 +358,7 @@ static void run_across(void *arg)
     har_comm_pending_t *p = arg;
     har_comm_t *c = p->c;
     har_plan_t plan = {.engine = HAR_PATH_MPI};
+    if (on_mover) har_note_clear();  /* the mover's notes are its calls' alone: none left from the last */
     har_status_t st = plan_call(c, &p->call, p->forced, &plan);
     if (st == HAR_OK && plan.engine == HAR_PATH_MPI) {
         /* The MPI is no candidate across nodes unless forced, which
@@ -402,7 +403,7 @@ static int across_step(har_comm_pending_t *p)
         p->paths = HAR_BIT(PROGRESSED);
         return 1;
     }
-    if (on_mover && p->cuda_ctx) har_cuda_context_restore(p->cuda_ctx);
+    if (on_mover) har_cuda_context_restore(p->cuda_ctx);  /* none where the poster had none */
     if (!har_fiber_resume(p->fiber)) return 0;
     har_fiber_free(p->fiber);
     p->fiber = NULL;
@@ -498,12 +499,16 @@ static void *mover_main(void *arg)
 }
 
 /* The mover, made if not yet (under across_lock); 0 if it cannot be. Its
- * signals are blocked: the application's handlers run on its own threads. */
+ * signals are blocked, but for the faults a thread raises itself: the
+ * application's handlers run on its own threads, and a crash of the
+ * mover's reaches the application's crash handlers. */
 static int mover_start(void)
 {
     if (atomic_load(&mover.running)) return 1;
     sigset_t all, was;
     sigfillset(&all);
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) sigdelset(&all, faults[i]);
     pthread_sigmask(SIG_SETMASK, &all, &was);
     int rc = pthread_create(&mover.id, NULL, mover_main, NULL);
     pthread_sigmask(SIG_SETMASK, &was, NULL);
@@ -524,7 +529,9 @@ void har_comm_progress_stop(void)
     pthread_cond_signal(&across_posted);
     pthread_mutex_unlock(&across_lock);
     if (running) pthread_join(mover.id, NULL);
-    atomic_store(&mover.running, 0);
+    /* A call left running (an erroneous program) is never resumed: its
+     * fiber is the mover's, and no other thread may run it. */
+    if (!atomic_load(&across_open)) atomic_store(&mover.running, 0);
 }
 
 int har_comm_across_to_move(void)

@@ -67,7 +67,8 @@ HAR_HIDDEN void har_comm_progress(void);
  * run, with no thread of har's to move them? (Two loads.) */
 HAR_HIDDEN int har_comm_across_to_move(void);
 /* Ends the thread that moves started calls, if one was made (MPI_Finalize,
- * once every call has ended). */
+ * once every call has ended; or the MPI's own finalize, bypassing har's
+ * wrapper, before it ends the MPI). */
 HAR_HIDDEN void har_comm_progress_stop(void);
 /* Ends every call started on c (the state is about to go): waits without
  * driving the MPI. */

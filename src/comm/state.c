@@ -174,6 +174,7 @@ static void free_doomed(void)
 static int self_delete_cb(MPI_Comm comm, int kv, void *attr, void *extra)
 {
     (void)comm; (void)kv; (void)attr; (void)extra;
+    har_comm_progress_stop();  /* no call of its into the MPI after this */
     pthread_mutex_lock(&lock);
     for (har_comm_t *c = live; c; c = c->next) {
         if (c->mode == HAR_COMM_FAILED) continue;  /* its memory stays: see state_free */

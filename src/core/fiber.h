@@ -31,7 +31,8 @@ typedef struct har_fiber har_fiber_t;
  * or stack can be had. */
 HAR_HIDDEN har_fiber_t *har_fiber_new(void (*fn)(void *arg), void *arg);
 /* Runs f until it pauses or returns: 1 once fn has returned (f may then
- * be freed), 0 while it waits. Not from inside a fiber. */
+ * be freed), 0 while it waits. Not from inside a fiber, and only from the
+ * thread that made f (another aborts the process, naming the fault). */
 HAR_HIDDEN int har_fiber_resume(har_fiber_t *f);
 /* Frees a fiber whose fn returned (its stack is kept for the next). */
 HAR_HIDDEN void har_fiber_free(har_fiber_t *f);

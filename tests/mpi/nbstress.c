@@ -147,7 +147,10 @@ int main(int argc, char **argv)
     pthread_t side_thread;
     if (threads) {
         MPI_Comm_dup(MPI_COMM_WORLD, &side.comm);
-        pthread_create(&side_thread, NULL, side_calls, &side);
+        if (pthread_create(&side_thread, NULL, side_calls, &side) != 0) {
+            fprintf(stderr, "nbstress: rank %d: no second thread\n", rank);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
     }
     int *in[MAX_BATCH], *out[MAX_BATCH];
     for (int k = 0; k < MAX_BATCH; k++) {

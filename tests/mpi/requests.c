@@ -24,10 +24,12 @@
  *               freed each call (77: no MPI_THREAD_MULTIPLE)
  *   badargs     bad arguments under MPI_ERRORS_RETURN: prints each call's
  *               error class (the test compares them with the MPI's own)
- *   unattended  rank 0 posts MPI_Iallreduce (256 Ki ints) and then makes no
- *               MPI call for 2 s; every other rank's wait must end within
- *               1 s of its post: only a progress thread moves rank 0's part
- *               meanwhile (with --thread-multiple; 77 without it)
+ *   unattended  rank 0 posts MPI_Iallreduce (256 Ki ints), its post
+ *               returning before its peers post theirs (0.5 s later), and
+ *               then makes no MPI call for 4 s; every other rank's wait
+ *               must end within 2 s of its post: only a progress thread
+ *               moves rank 0's part meanwhile (with --thread-multiple; 77
+ *               without it)
  * --thread-multiple: MPI_Init_thread asks for MPI_THREAD_MULTIPLE (77 if
  * the MPI does not provide it).
  * --blocking-by PATH[,PATH...] (threads, without har:PATH): har's counters
@@ -459,12 +461,16 @@ static void unattended(void)
     slot_make(&s, S_INT_SUM, 1 << 18);
     slot_fill(&s, 0, 0);
     MPI_Request req;
+    if (world_rank != 0) usleep(500000);  /* rank 0's post must return before its peers post */
     double posted_at = MPI_Wtime();
     slot_post(&s, MPI_COMM_WORLD, &req);
-    if (world_rank == 0) sleep(2);  /* computing: no MPI call */
+    double post_took = MPI_Wtime() - posted_at;
+    if (world_rank == 0 && post_took > 0.25)
+        FAIL("unattended: rank 0's MPI_Iallreduce took %.2f s: it waited for its peers' posts", post_took);
+    if (world_rank == 0) sleep(4);  /* computing: no MPI call */
     MPI_Wait(&req, MPI_STATUS_IGNORE);
     double waited = MPI_Wtime() - posted_at;
-    if (world_rank != 0 && waited > 1.0)
+    if (world_rank != 0 && waited > 2.0)
         FAIL("unattended: rank %d's call took %.2f s while rank 0 made no MPI call: nothing moved rank 0's part",
              world_rank, waited);
     slot_check(&s, 0, 0, "unattended case");

@@ -77,9 +77,10 @@ check_fails "--across fails where the started calls were not har's across nodes"
     env HAR_ALGO=fake $mpi 2 "$linked" inflight --rounds 2 --seed $seed --expect har:fake --across
 # Under MPI_THREAD_MULTIPLE a thread of har's moves them (HAR_PROGRESS_THREAD):
 # the same cases, 4 threads each posting on its own communicator beside
-# their blocking calls, and rank 0 computing 2 s with no MPI call while its
+# their blocking calls, and rank 0 computing 4 s with no MPI call while its
 # peers' waits end (HAR_PROGRESS_THREAD=0: the MPI serves them, and the
-# peers wait for rank 0).
+# peers wait for rank 0; an MPI with a progress thread of its own, such as
+# MPICH_ASYNC_PROGRESS=1, would pass there too).
 for case in inflight deadlock crossed persistent threads unattended; do
     run_case "$case across nodes under MPI_THREAD_MULTIPLE (4 ranks, nodes of 2): every started call on har's blocking path, moved by its thread" \
         env HAR_NODE_SIZE=2 $mpi 4 "$linked" $case --seed $seed --expect har:host_segment --across --thread-multiple

@@ -40,6 +40,10 @@ int main(int argc, char **argv)
     int rank, size, calls = argc > 1 ? atoi(argv[1]) : 8;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (getenv("VICTIM_THREADS") && provided < MPI_THREAD_MULTIPLE) {
+        fprintf(stderr, "victim: rank %d: VICTIM_THREADS, but the MPI does not provide MPI_THREAD_MULTIPLE\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     snprintf(pipe_line, sizeof pipe_line, "victim: rank %d: ended by SIGPIPE\n", rank);
     signal(SIGPIPE, on_sigpipe);
     MPI_Comm comm;
