@@ -575,9 +575,13 @@ static har_status_t start_across(har_comm_t *c, const har_call_t *call, unsigned
      * rank). */
     int threaded = thread_multiple();
     if (threaded && !c->set.progress_thread) return HAR_OK;
-    har_plan_in_t in = plan_in(c, call, forced);
-    *plan = har_plan(&in, &c->set);
-    if (plan->engine == HAR_PATH_MPI) return HAR_OK;  /* HAR_ALGO=mpi: across nodes the only way to the MPI */
+    /* Across nodes the plan offers the MPI only where HAR_ALGO (or
+     * har_set_algo) names it alone; c's state is not read here, which a
+     * call on c that the mover runs may be writing. Its plan is made at
+     * its arrival; `plan` stays the MPI's, and the pending call says
+     * that it is har's. */
+    if (forced == HAR_BIT(MPI)) return HAR_OK;
+    plan->paths = 0;  /* a failure below counts the call as seen alone */
     har_comm_pending_t *p = calloc(1, sizeof *p);
     if (!p) {
         har_note("no memory for a non-blocking call");
@@ -599,7 +603,6 @@ static har_status_t start_across(har_comm_t *c, const har_call_t *call, unsigned
     atomic_fetch_add(&across_open, 1);
     if (mover.asleep) pthread_cond_signal(&across_posted);
     pthread_mutex_unlock(&across_lock);
-    plan->paths = HAR_BIT(PROGRESSED);  /* its paths are counted when it ends */
     *pending = p;
     har_comm_progress();
     return HAR_OK;
@@ -640,6 +643,8 @@ int har_comm_pending_test(har_comm_pending_t *p, har_status_t *st)
     *st = p->st;
     return 1;
 }
+
+int har_comm_pending_counted_late(const har_comm_pending_t *p) { return p->across; }
 
 unsigned har_comm_pending_paths(const har_comm_pending_t *p, size_t *count)
 {

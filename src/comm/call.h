@@ -29,13 +29,15 @@ typedef struct har_comm_pending har_comm_pending_t;
 /* Plans a non-blocking call. On one node har serves it where its plan
  * goes ahead on an engine that can start calls, on a communicator already
  * set up for its device buffers; across nodes wherever a blocking call set
- * the communicator up (outside MPI_THREAD_MULTIPLE), running the blocking
- * path in a fiber that the completion calls move on: decisions every rank
- * makes alike from what they share. Then *pending is the call started
- * here, or NULL where this rank's buffers are not on the kernels' GPU and
- * it served the call before returning (plan->engine says which); else
- * plan->engine is the MPI and the MPI's non-blocking call serves it. A
- * failure fails the communicator for good, as in a blocking call. */
+ * the communicator up (under MPI_THREAD_MULTIPLE only with
+ * HAR_PROGRESS_THREAD), running the blocking path in a fiber that the
+ * completion calls, or har's thread, move on: decisions every rank makes
+ * alike from what they share. Then *pending is the call started here
+ * (across nodes its plan is made later, and plan->engine stays the
+ * MPI's), or NULL where this rank's buffers are not on the kernels' GPU
+ * and it served the call before returning (plan->engine says which);
+ * else plan->engine is the MPI and the MPI's non-blocking call serves it.
+ * A failure fails the communicator for good, as in a blocking call. */
 HAR_HIDDEN har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, har_plan_t *plan,
                                        har_comm_pending_t **pending);
 /* Plans a stream-ordered call (har_allreduce_enqueue) and, where har's
@@ -52,8 +54,10 @@ HAR_HIDDEN har_status_t har_comm_enqueue(har_comm_t *c, har_call_t *call, unsign
 /* Without waiting: 1 once the call has ended (its status in *st, the MPI's
  * class of a differing call included), 0 while it runs. */
 HAR_HIDDEN int har_comm_pending_test(har_comm_pending_t *p, har_status_t *st);
-/* The paths of an ended call that are counted only now (a started call
- * across nodes plans at its arrival, after the post), and its count; 0
+/* Is p counted when it ends, not at its post? (A started call across
+ * nodes plans at its arrival, after the post.) */
+HAR_HIDDEN int har_comm_pending_counted_late(const har_comm_pending_t *p);
+/* The paths of an ended call that are counted only now, and its count; 0
  * where the post counted them. */
 HAR_HIDDEN unsigned har_comm_pending_paths(const har_comm_pending_t *p, size_t *count);
 /* Gives an ended call back. */

@@ -334,7 +334,7 @@ static har_start_t start(har_comm_t *c, har_call_t *call, MPI_Comm comm, const c
     int forced = __atomic_load_n(&algo_override, __ATOMIC_RELAXED);
     *pending = NULL;
     har_status_t st = har_comm_start(c, call, forced >= 0 ? (unsigned)forced : c->set.algo, &plan, pending);
-    if (st == HAR_OK && plan.engine == HAR_PATH_MPI) {
+    if (st == HAR_OK && !*pending && plan.engine == HAR_PATH_MPI) {
         inside_har = 0;
         return HAR_START_MPI;
     }
@@ -346,7 +346,7 @@ static har_start_t start(har_comm_t *c, har_call_t *call, MPI_Comm comm, const c
     }
     /* A started call across nodes is counted when it ends: its plan is
      * made at its arrival (served_late). */
-    if (!(plan.paths & HAR_BIT(PROGRESSED)))
+    if (!(*pending && har_comm_pending_counted_late(*pending)))
         *rc = served_by(HAR_BIT(SEEN) | plan.paths, what, (har_count_t)call->count, comm, *rc);
     inside_har = 0;
     return st == HAR_OK ? HAR_START_OWN : HAR_START_FAILED;
