@@ -37,7 +37,6 @@ struct har_fiber {
     char *stack;                /* its lowest page is the guard */
     int done;
     int waits_long;             /* its last pause was a long wait's (one given a nap) */
-    pthread_t owner;            /* the thread that made it: the only one that may resume it */
 };
 
 static __thread har_fiber_t *current;
@@ -166,7 +165,6 @@ har_fiber_t *har_fiber_new(void (*fn)(void *arg), void *arg)
     char *base = f->stack + (size_t)sysconf(_SC_PAGESIZE);
     f->fn = fn;
     f->arg = arg;
-    f->owner = pthread_self();
 #ifdef SWITCH_ASM
     if (by_hand) f->sp = first_frame(base + STACK_BYTES);
 #endif
@@ -201,11 +199,6 @@ static void switch_to(har_fiber_t *f, int into)
 int har_fiber_resume(har_fiber_t *f)
 {
     if (f->done) return 1;
-    if (!pthread_equal(f->owner, pthread_self())) {
-        /* Code in it may hold its thread's thread-local addresses (fiber.h). */
-        har_log(HAR_LOG_ERROR, "internal error: a started call's fiber resumed by another thread than its own");
-        abort();
-    }
     har_fiber_t *outer = current;
     current = f;
     switch_to(f, 1);

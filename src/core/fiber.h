@@ -10,10 +10,9 @@
  * returns at the first such wait, and each completion call resumes the
  * fiber for one pass, up to its next wait. No thread is made, so the MPI
  * is called only from the application's threads, at the thread level it
- * asked for. Under MPI_THREAD_MULTIPLE one thread of har's makes every
- * pass instead (comm/call.c): a fiber always runs on the thread that made
- * it, since code may keep a thread-local address (errno's) across a
- * pause.
+ * asked for: under MPI_THREAD_SERIALIZED whichever thread calls. Under
+ * MPI_THREAD_MULTIPLE one thread of har's makes every pass instead
+ * (comm/call.c), the only one that resumes the fibers it made.
  *
  * Outside a fiber the same pause lets the fibers run once (the progress
  * function set below) before it yields the core: a blocking call of har's
@@ -31,8 +30,7 @@ typedef struct har_fiber har_fiber_t;
  * or stack can be had. */
 HAR_HIDDEN har_fiber_t *har_fiber_new(void (*fn)(void *arg), void *arg);
 /* Runs f until it pauses or returns: 1 once fn has returned (f may then
- * be freed), 0 while it waits. Not from inside a fiber, and only from the
- * thread that made f (another aborts the process, naming the fault). */
+ * be freed), 0 while it waits. Not from inside a fiber. */
 HAR_HIDDEN int har_fiber_resume(har_fiber_t *f);
 /* Frees a fiber whose fn returned (its stack is kept for the next). */
 HAR_HIDDEN void har_fiber_free(har_fiber_t *f);
