@@ -410,13 +410,13 @@ static int across_step(har_comm_pending_t *p)
     return 1;
 }
 
-/* One pass over the runnable calls; 1 where each one resumed is in a long
- * wait for its peers (the mover may sleep a little). */
+/* One pass over the runnable calls, by the mover or (while there is
+ * none) by har_comm_progress's caller; 1 where each one resumed is in a
+ * long wait for its peers (the mover may sleep a little). */
 static int across_pass(void)
 {
     int idle = 0, resumed = 0, waiting_long = 0;
     if (!atomic_load_explicit(&across_open, memory_order_acquire) || har_fiber_inside() ||
-        (atomic_load_explicit(&mover.running, memory_order_acquire) && !on_mover) ||
         !atomic_compare_exchange_strong(&across_busy, &idle, 1))
         return 0;
     pthread_mutex_lock(&across_lock);

@@ -392,11 +392,11 @@ static int own_progress(int n, entry_t *e[])
 /* Nor can any wait block in the MPI while a started call across nodes
  * runs (har's or not among its requests) with no thread of har's to
  * move it: that call moves only when har moves it, and a peer may wait
- * for it before it completes what this wait waits for. Until the live requests are all complete, or no such
- * call runs any more, they are looked at (MPI_Request_get_status: it
- * completes nothing, and moves the MPI) between passes of those calls;
- * the MPI's wait then returns at once, or blocks with nothing of har's
- * left to move. (Waitany and Waitsome test instead: an inactive
+ * for it before it completes what this wait waits for. Until the live
+ * requests are all complete, or no such call runs any more, they are
+ * looked at (MPI_Request_get_status: it completes nothing, and moves the
+ * MPI) between passes of those calls; the MPI's wait then returns at
+ * once, or blocks with nothing of har's left to move. (Waitany and Waitsome test instead: an inactive
  * persistent request counts as complete for MPI_Request_get_status, not
  * for them.) */
 static void move_across(int n, const MPI_Request reqs[])
