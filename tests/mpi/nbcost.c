@@ -2,7 +2,7 @@
  * alternating blocks through MPI_Iallreduce/MPI_Wait (har's, when it is
  * preloaded or linked) and PMPI_Iallreduce/PMPI_Wait (the MPI's alone) in
  * the same run; prints the median time per call of each and their ratio.
- * Not a test (results:PERFORMANCE-HISTORY.md). nbcost [BLOCKS [CALLS_PER_BLOCK]] */
+ * Not a test: a probe of that cost. nbcost [BLOCKS [CALLS_PER_BLOCK]] */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
