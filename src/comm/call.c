@@ -822,12 +822,11 @@ static har_status_t plan_call(har_comm_t *c, har_call_t *call, unsigned forced, 
         }
     }
     har_plan_in_t in = plan_in(c, call, forced);
-    har_plan_t host = har_plan(&in, &c->set);
     if (!c->cuda_node) {
         agreed_t agreed;
-        *plan = host;
+        *plan = har_plan(&in, &c->set);
         if (plan->engine == HAR_PATH_MPI) return HAR_OK;
-        return arrive(c, call, no, &host, 1, &agreed);
+        return arrive(c, call, no, plan, 1, &agreed);
     }
     /* Where this rank's buffers are on the kernels' GPU and the plan goes
      * ahead, it launches without waiting for its peers (the kernels wait
@@ -838,6 +837,7 @@ static har_status_t plan_call(har_comm_t *c, har_call_t *call, unsigned forced, 
         post(c, call, no, HAR_ARRIVE_AHEAD);
         return HAR_OK;
     }
+    har_plan_t host = har_plan(&in, &c->set);
     return plan_at_arrival(c, call, no, in, &host, plan);
 }
 
