@@ -24,6 +24,8 @@ HAR_EXPORT int MPI_Finalize(void)
     return PMPI_Finalize();
 }
 
+HAR_EXPORT int MPI_Comm_free(MPI_Comm *comm) { return har_comm_free(comm); }
+
 HAR_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                              MPI_Op op, MPI_Comm comm)
 {

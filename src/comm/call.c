@@ -563,6 +563,22 @@ static void end_across(har_comm_t *c, int drive)
     }
 }
 
+/* Ended inside the MPI's attribute callback (har_comm_end_open), the
+ * calls across nodes would call the MPI from there: on this thread (their
+ * fibers), or on the mover while this thread waits inside the MPI, which
+ * an MPI holding one lock for the whole library there never lets happen.
+ * The handle is matched by value, never handed to the MPI: a bad one is
+ * for the MPI's own MPI_Comm_free to report. */
+void har_comm_end_before_free(MPI_Comm comm)
+{
+    har_comm_t *c = NULL;
+    pthread_mutex_lock(&across_lock);
+    for (const har_comm_pending_t *p = across_first; p && !c; p = p->next_across)
+        if (p->c->node.comm == comm) c = p->c;  /* listed: its state lives, and node.comm never changes */
+    pthread_mutex_unlock(&across_lock);
+    if (c) end_across(c, 0);
+}
+
 /* A started call on a communicator across nodes: the fiber's, where every
  * rank can tell from what they share that har serves it. Its first pass
  * runs here (its arrival is posted for its peers). */
@@ -669,6 +685,8 @@ static void end_older(har_comm_t *c, uint64_t no, int drive)
 
 void har_comm_end_open(har_comm_t *c)
 {
+    if (across_on(c))
+        HAR_LOG(HAR_LOG_DEBUG, "a communicator freed with started calls running: they end inside the MPI's free");
     end_across(c, 0);  /* whatever the mode: a failed communicator's fail at their next pass */
     if (c->mode != HAR_COMM_SERVED) return;
     end_older(c, c->calls, 0);

@@ -77,6 +77,9 @@ HAR_HIDDEN void har_comm_progress_stop(void);
 /* Ends every call started on c (the state is about to go): waits without
  * driving the MPI. */
 HAR_HIDDEN void har_comm_end_open(har_comm_t *c);
+/* MPI_Comm_free of `comm`, before the MPI's: ends the calls started on it
+ * across nodes, outside the MPI. */
+HAR_HIDDEN void har_comm_end_before_free(MPI_Comm comm);
 
 /* A non-blocking call on device buffers went to the MPI because no
  * blocking device call had set comm up (or no state exists yet): comm's

@@ -145,6 +145,14 @@ int har_entry_ready(void)
     return 1;
 }
 
+int har_comm_free(MPI_Comm *comm)
+{
+    /* Before har starts (nothing of it runs yet) or after it ended (every
+     * call ended at its finalize) there is nothing to end. */
+    if (comm && __atomic_load_n(&initialized, __ATOMIC_ACQUIRE) && !finalized) har_comm_end_before_free(*comm);
+    return PMPI_Comm_free(comm);
+}
+
 /* The MPI's own all-reduce of the binding the call came through (a call
  * that came through an int binding has an int count). Without the MPI's _c
  * bindings no caller passes HAR_BINDING_LARGE; a count an int cannot hold
