@@ -576,7 +576,7 @@ void har_comm_end_before_free(MPI_Comm comm)
     for (const har_comm_pending_t *p = across_first; p && !c; p = p->next_across)
         if (p->c->node.comm == comm) c = p->c;  /* listed: its state lives, and node.comm never changes */
     pthread_mutex_unlock(&across_lock);
-    if (c) end_across(c, 0);
+    if (c) end_across(c, 1);  /* outside the MPI: its progress may be driven, as a blocking call's wait does */
 }
 
 /* A started call on a communicator across nodes: the fiber's, where every
@@ -683,9 +683,9 @@ static void end_older(har_comm_t *c, uint64_t no, int drive)
     }
 }
 
-void har_comm_end_open(har_comm_t *c)
+void har_comm_end_open(har_comm_t *c, int in_free)
 {
-    if (across_on(c))
+    if (in_free && across_on(c))
         HAR_LOG(HAR_LOG_DEBUG, "a communicator freed with started calls running: they end inside the MPI's free");
     end_across(c, 0);  /* whatever the mode: a failed communicator's fail at their next pass */
     if (c->mode != HAR_COMM_SERVED) return;

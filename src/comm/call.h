@@ -75,8 +75,10 @@ HAR_HIDDEN int har_comm_across_to_move(void);
  * wrapper, before it ends the MPI). */
 HAR_HIDDEN void har_comm_progress_stop(void);
 /* Ends every call started on c (the state is about to go): waits without
- * driving the MPI. */
-HAR_HIDDEN void har_comm_end_open(har_comm_t *c);
+ * driving the MPI. `in_free`: called from the MPI's attribute callback of
+ * a free (MPI_Comm_free ended them before, unless the application's free
+ * bypassed har's). */
+HAR_HIDDEN void har_comm_end_open(har_comm_t *c, int in_free);
 /* MPI_Comm_free of `comm`, before the MPI's: ends the calls started on it
  * across nodes, outside the MPI. */
 HAR_HIDDEN void har_comm_end_before_free(MPI_Comm comm);

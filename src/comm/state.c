@@ -75,7 +75,7 @@ static void state_free(har_comm_t *c)
 {
     har_node_t *node = &c->node;
     HAR_TEST_POINT("free");
-    har_comm_end_open(c);  /* MPI_Comm_free with calls still running: they end first */
+    har_comm_end_open(c, !finalizing);  /* a free with calls still running: they end first */
     if (must_meet(c) && !finalizing) {  /* on the host segment (MPI_Comm_free is collective) */
         har_node_seg_signal(&node->seg);
         if (har_node_wait_all(node, "free") != HAR_OK) c->mode = HAR_COMM_FAILED;
@@ -206,7 +206,7 @@ void har_comm_finalize(void)
      * launcher gone, HAR_TIMEOUT): MPI_Finalize does not hang after a death. */
     pthread_mutex_lock(&lock);
     for (har_comm_t *c = live; c; c = c->next)
-        har_comm_end_open(c);  /* requests left running (erroneous): end them */
+        har_comm_end_open(c, 0);  /* requests left running (erroneous): end them */
     har_comm_progress_stop();
     for (har_comm_t *c = live; c; c = c->next)
         if (must_meet(c)) har_node_seg_signal(&c->node.seg);

@@ -148,8 +148,12 @@ int har_entry_ready(void)
 int har_comm_free(MPI_Comm *comm)
 {
     /* Before har starts (nothing of it runs yet) or after it ended (every
-     * call ended at its finalize) there is nothing to end. */
-    if (comm && __atomic_load_n(&initialized, __ATOMIC_ACQUIRE) && !finalized) har_comm_end_before_free(*comm);
+     * call ended at its finalize) there is nothing to end; freeing the
+     * world or self is the MPI's error to report at once, not after the
+     * calls running on them. */
+    if (comm && *comm != MPI_COMM_WORLD && *comm != MPI_COMM_SELF && __atomic_load_n(&initialized, __ATOMIC_ACQUIRE) &&
+        !finalized)
+        har_comm_end_before_free(*comm);
     return PMPI_Comm_free(comm);
 }
 

@@ -85,7 +85,9 @@ program allreduce_f
   end do
   call check_self()
 
-  call MPI_COMM_FREE(comms(2), ierr)
+  call MPI_COMM_FREE(comms(2), ierr)  ! har's under Open MPI, and its mpi_f08 spelling under MPICH
+  call check_ierror('MPI_COMM_FREE', ierr)
+  if (comms(2) /= MPI_COMM_NULL) call report('MPI_COMM_FREE handle', 0, 0, 'not MPI_COMM_NULL', 'MPI_COMM_NULL')
   write (*, '(a, a, a, i0, a, i0, a, i0, a, i0, a)') 'allreduce_f: ', binding, ': rank ', rank, ': ', calls, &
     ' calls (', self_calls, ' on MPI_COMM_SELF), ', bad, ' wrong'
 #if defined(HAR_F_F08)
