@@ -1,20 +1,22 @@
 /* The Fortran entry points of MPI_ALLREDUCE, MPI_INIT, MPI_INIT_THREAD,
- * MPI_FINALIZE and MPI_COMM_FREE that har replaces: those of the MPI's
+ * MPI_FINALIZE, MPI_COMM_FREE and MPI_COMM_DISCONNECT that har replaces: those of the MPI's
  * Fortran bindings that call PMPI_ functions themselves, which the C
  * wrappers (wrappers.c) therefore never see (fortran.h says which
  * spellings, per MPI).
  *
  * Open MPI: all of them. Its all-reduce bindings call PMPI_Allreduce, and
- * its MPI_INIT, MPI_INIT_THREAD, MPI_FINALIZE and MPI_COMM_FREE PMPI_Init,
- * PMPI_Init_thread, PMPI_Finalize, PMPI_Comm_free. MPICH (libmpichfort 4.0): its
+ * its MPI_INIT, MPI_INIT_THREAD, MPI_FINALIZE, MPI_COMM_FREE and
+ * MPI_COMM_DISCONNECT PMPI_Init, PMPI_Init_thread, PMPI_Finalize,
+ * PMPI_Comm_free, PMPI_Comm_disconnect. MPICH (libmpichfort 4.0): its
  * all-reduces, of every binding, call the C MPI_Allreduce or
  * MPI_Allreduce_c, and its mpif.h and `use mpi` MPI_INIT and MPI_FINALIZE
  * the C MPI_Init, MPI_Finalize: har sees them already and must not shadow
  * them (its MPI_IN_PLACE and handles are MPICH's business). Only its
- * mpi_f08 MPI_Init, MPI_Init_thread, MPI_Finalize and MPI_Comm_free call
- * PMPI_Init(NULL, NULL), PMPI_Init_thread, PMPI_Finalize, PMPI_Comm_free
- * and set ierror, nothing else (its mpif.h MPI_COMM_FREE calls the C
- * MPI_Comm_free): har replaces those four by the same with its own start,
+ * mpi_f08 MPI_Init, MPI_Init_thread, MPI_Finalize, MPI_Comm_free and
+ * MPI_Comm_disconnect call PMPI_Init(NULL, NULL), PMPI_Init_thread,
+ * PMPI_Finalize, PMPI_Comm_free, PMPI_Comm_disconnect and set ierror,
+ * nothing else (its mpif.h MPI_COMM_FREE and MPI_COMM_DISCONNECT call the
+ * C functions): har replaces those five by the same with its own start,
  * teardown and end of started calls.
  *
  * The arguments are the same in every spelling, f08 included: buffers by
@@ -60,15 +62,18 @@ static void finalize_f(MPI_Fint *ierror)
     har_fortran_set_ierror(ierror, rc);
 }
 
-/* MPI_COMM_FREE(COMM, IERROR): the handle converted and given back as
- * both MPIs' own bindings do. */
-static void comm_free_f(MPI_Fint *comm, MPI_Fint *ierror)
+/* MPI_COMM_FREE(COMM, IERROR) and MPI_COMM_DISCONNECT(COMM, IERROR):
+ * the handle converted and given back as both MPIs' own bindings do. */
+static void comm_release_f(MPI_Fint *comm, MPI_Fint *ierror, int (*release)(MPI_Comm *))
 {
     MPI_Comm c = PMPI_Comm_f2c(*comm);
-    int rc = har_comm_free(&c);
+    int rc = release(&c);
     if (rc == MPI_SUCCESS) *comm = PMPI_Comm_c2f(c);
     har_fortran_set_ierror(ierror, rc);
 }
+
+static void comm_free_f(MPI_Fint *comm, MPI_Fint *ierror) { comm_release_f(comm, ierror, har_comm_free); }
+static void comm_disconnect_f(MPI_Fint *comm, MPI_Fint *ierror) { comm_release_f(comm, ierror, har_comm_disconnect); }
 
 #if defined(OPEN_MPI)
 
@@ -88,4 +93,5 @@ HAR_FORTRAN_SPELLINGS(init_f, MPI_INIT, mpi_init)
 HAR_FORTRAN_SPELLINGS(init_thread_f, MPI_INIT_THREAD, mpi_init_thread)
 HAR_FORTRAN_SPELLINGS(finalize_f, MPI_FINALIZE, mpi_finalize)
 HAR_FORTRAN_SPELLINGS(comm_free_f, MPI_COMM_FREE, mpi_comm_free)
+HAR_FORTRAN_SPELLINGS(comm_disconnect_f, MPI_COMM_DISCONNECT, mpi_comm_disconnect)
 #endif /* OPEN_MPI || MPICH */

@@ -6,7 +6,8 @@
  * mpi_wait__; `use mpi_f08`: mpi_wait_f08_, with the same arguments), so
  * har defines all five. MPICH's call the C MPI_* functions, which are
  * har's already, except mpi_f08's MPI_Init, MPI_Init_thread, MPI_Finalize,
- * MPI_Comm_free and completion calls (mpi_wait_f08_, ...), which call PMPI_*: har
+ * MPI_Comm_free, MPI_Comm_disconnect and completion calls (mpi_wait_f08_,
+ * ...), which call PMPI_*: har
  * defines the f08 spelling alone. tests/fortran/fortran.sh checks with
  * nm -D which of the MPI's Fortran symbols libhar defines. */
 #pragma once

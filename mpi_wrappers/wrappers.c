@@ -25,6 +25,7 @@ HAR_EXPORT int MPI_Finalize(void)
 }
 
 HAR_EXPORT int MPI_Comm_free(MPI_Comm *comm) { return har_comm_free(comm); }
+HAR_EXPORT int MPI_Comm_disconnect(MPI_Comm *comm) { return har_comm_disconnect(comm); }
 
 HAR_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                              MPI_Op op, MPI_Comm comm)

@@ -145,16 +145,28 @@ int har_entry_ready(void)
     return 1;
 }
 
-int har_comm_free(MPI_Comm *comm)
+/* Ends the calls har started on *comm, before the MPI's free or
+ * disconnect of it. Before har starts (nothing of it runs yet) or after it
+ * ended (every call ended at its finalize) there is nothing to end;
+ * freeing the world or self is the MPI's error to report at once, not
+ * after the calls running on them. */
+static void end_started_before_release(const MPI_Comm *comm)
 {
-    /* Before har starts (nothing of it runs yet) or after it ended (every
-     * call ended at its finalize) there is nothing to end; freeing the
-     * world or self is the MPI's error to report at once, not after the
-     * calls running on them. */
     if (comm && *comm != MPI_COMM_WORLD && *comm != MPI_COMM_SELF && __atomic_load_n(&initialized, __ATOMIC_ACQUIRE) &&
         !finalized)
         har_comm_end_before_free(*comm);
+}
+
+int har_comm_free(MPI_Comm *comm)
+{
+    end_started_before_release(comm);
     return PMPI_Comm_free(comm);
+}
+
+int har_comm_disconnect(MPI_Comm *comm)
+{
+    end_started_before_release(comm);
+    return PMPI_Comm_disconnect(comm);
 }
 
 /* The MPI's own all-reduce of the binding the call came through (a call

@@ -12,8 +12,10 @@
 HAR_HIDDEN void har_init(int from_mpi_init);
 /* Before the MPI's own finalisation: releases every communicator's state. */
 HAR_HIDDEN void har_finalize(void);
-/* MPI_Comm_free: the calls har started on *comm end first, then the MPI's. */
+/* MPI_Comm_free and MPI_Comm_disconnect: the calls har started on *comm
+ * end first, then the MPI's. */
 HAR_HIDDEN int har_comm_free(MPI_Comm *comm);
+HAR_HIDDEN int har_comm_disconnect(MPI_Comm *comm);
 
 
 /* Every all-reduce entry point's one path (har_allreduce is it for int

@@ -88,6 +88,11 @@ program allreduce_f
   call MPI_COMM_FREE(comms(2), ierr)  ! har's under Open MPI, and its mpi_f08 spelling under MPICH
   call check_ierror('MPI_COMM_FREE', ierr)
   if (comms(2) /= MPI_COMM_NULL) call report('MPI_COMM_FREE handle', 0, 0, 'not MPI_COMM_NULL', 'MPI_COMM_NULL')
+  call MPI_COMM_DUP(MPI_COMM_WORLD, comms(2), ierr)
+  call check_double(comms(2), 1001, .false.)
+  call MPI_COMM_DISCONNECT(comms(2), ierr)  ! the same spellings as MPI_COMM_FREE
+  call check_ierror('MPI_COMM_DISCONNECT', ierr)
+  if (comms(2) /= MPI_COMM_NULL) call report('MPI_COMM_DISCONNECT handle', 0, 0, 'not MPI_COMM_NULL', 'MPI_COMM_NULL')
   write (*, '(a, a, a, i0, a, i0, a, i0, a, i0, a)') 'allreduce_f: ', binding, ': rank ', rank, ': ', calls, &
     ' calls (', self_calls, ' on MPI_COMM_SELF), ', bad, ' wrong'
 #if defined(HAR_F_F08)

@@ -92,7 +92,7 @@ comm -12 "$tmp/har_syms" "$tmp/mpif_syms" > "$tmp/common"
 # its Fortran spellings too: libhar must define exactly those spellings of
 # its C entry points that the MPI's Fortran libraries define (C and Fortran
 # coverage equal). MPICH's Fortran calls reach the C entry points, but for
-# mpi_f08's start, teardown, MPI_Comm_free and completion calls (mpi_wrappers/fortran.c,
+# mpi_f08's start, teardown, MPI_Comm_free, MPI_Comm_disconnect and completion calls (mpi_wrappers/fortran.c,
 # fortran_requests.c).
 completion="iallreduce wait test waitall testall waitany testany waitsome testsome request_get_status request_free
     start startall"
@@ -106,14 +106,14 @@ openmpi)
     n=$(wc -l < "$tmp/c_entries")
     what="Open MPI: libhar defines exactly the Fortran spellings of its $n C entry points that the MPI's Fortran libraries define (every collective, the all-reduce's forms, MPI_INIT, MPI_FINALIZE, the completion calls)"
     # The derived list holds, among others, these (the check can fail).
-    for r in allreduce bcast ialltoallv init finalize comm_free wait startall; do
+    for r in allreduce bcast ialltoallv init finalize comm_free comm_disconnect wait startall; do
         grep -qx "mpi_${r}_f08_" "$tmp/want" || echo "mpi_${r}_f08_ is not among the wanted symbols"
     done > "$tmp/short"
     ours=yes ;;
 mpich)
-    { printf '%s\n' mpi_comm_free_f08_ mpi_finalize_f08_ mpi_init_f08_ mpi_init_thread_f08_;
+    { printf '%s\n' mpi_comm_free_f08_ mpi_comm_disconnect_f08_ mpi_finalize_f08_ mpi_init_f08_ mpi_init_thread_f08_;
       for r in $completion; do [ $r = iallreduce ] || echo "mpi_${r}_f08_"; done; } | sort > "$tmp/want"
-    what="MPICH: of the MPI's Fortran symbols libhar defines only mpi_f08's MPI_Init, MPI_Init_thread, MPI_Finalize, MPI_Comm_free and completion calls (which call PMPI_ directly), no all-reduce"
+    what="MPICH: of the MPI's Fortran symbols libhar defines only mpi_f08's MPI_Init, MPI_Init_thread, MPI_Finalize, MPI_Comm_free, MPI_Comm_disconnect and completion calls (which call PMPI_ directly), no all-reduce"
     ours=no ;;
 *)
     : > "$tmp/want"

@@ -8,7 +8,7 @@
  * exactly (integer sums). What every rank must agree on (sizes, batches,
  * communicators) comes from a generator seeded alike; delays and
  * completion calls from one seeded per rank.
- *   nbstress [--calls N] [--seed S] [--expect PATH] [--mixed] [--thread-multiple] [--pmpi-free]
+ *   nbstress [--calls N] [--seed S] [--expect PATH] [--mixed] [--thread-multiple] [--disconnect] [--pmpi-free]
  * --expect PATH: har's counter of PATH grew by every call made.
  * --mixed: each batch also makes a blocking all-reduce on the world that
  * har serves, even ranks before completing the batch and odd ranks after
@@ -20,9 +20,11 @@
  * started calls), and a second thread of each rank makes N/4 blocking
  * all-reduces of random sizes on a communicator of its own meanwhile,
  * each checked.
- * --pmpi-free: the last call's communicator freed by PMPI_Comm_free,
- * bypassing har's MPI_Comm_free (requests.sh: har then ends the call
- * inside the MPI's free, and says so under HAR_VERBOSE=2). */
+ * --disconnect: the last call's communicator released by
+ * MPI_Comm_disconnect rather than MPI_Comm_free.
+ * --pmpi-free: released by PMPI_Comm_free (or PMPI_Comm_disconnect),
+ * bypassing har's wrapper (requests.sh: har then ends the call inside the
+ * MPI's free, and says so under HAR_VERBOSE=2). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -111,17 +113,18 @@ int main(int argc, char **argv)
     long calls = 3000;
     unsigned long long seed = 1;
     const char *expect = NULL;
-    int threads = 0, pmpi_free = 0, provided;
+    int threads = 0, disconnect = 0, pmpi_free = 0, provided;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--calls") && a + 1 < argc) calls = atol(argv[++a]);
         else if (!strcmp(argv[a], "--seed") && a + 1 < argc) seed = strtoull(argv[++a], NULL, 10);
         else if (!strcmp(argv[a], "--expect") && a + 1 < argc) expect = argv[++a];
         else if (!strcmp(argv[a], "--mixed")) mixed = 1;
         else if (!strcmp(argv[a], "--thread-multiple")) threads = 1;
+        else if (!strcmp(argv[a], "--disconnect")) disconnect = 1;
         else if (!strcmp(argv[a], "--pmpi-free")) pmpi_free = 1;
         else {
             fprintf(stderr, "usage: nbstress [--calls N] [--seed S] [--expect PATH] [--mixed] [--thread-multiple] "
-                            "[--pmpi-free]\n");
+                            "[--disconnect] [--pmpi-free]\n");
             return 2;
         }
     }
@@ -234,19 +237,20 @@ int main(int argc, char **argv)
         MPI_Comm_free(&side.comm);
         wrong += side.wrong;
     }
-    /* A call still running when its communicator is freed (allowed: the
-     * free waits for it, collectively) ends with its result. Rank 0 posts
+    /* A call still running when its communicator is freed or disconnected
+     * (allowed: the free waits for it, collectively) ends with its result. Rank 0 posts
      * it 0.1 s late, so that every other rank's is still running then. */
     MPI_Request last;
     int *v = out[0];
     for (int i = 0; i < 1000; i++) v[i] = rank + 1;
     if (rank == 0) usleep(100000);
     MPI_Iallreduce(MPI_IN_PLACE, v, 1000, MPI_INT, MPI_SUM, comms[1], &last);
-    if (pmpi_free) PMPI_Comm_free(&comms[1]);
-    else MPI_Comm_free(&comms[1]);
+    int (*release)(MPI_Comm *) = disconnect ? (pmpi_free ? PMPI_Comm_disconnect : MPI_Comm_disconnect)
+                                            : (pmpi_free ? PMPI_Comm_free : MPI_Comm_free);
+    release(&comms[1]);
     MPI_Wait(&last, MPI_STATUS_IGNORE);
     if (v[999] != size * (size + 1) / 2 && wrong++ == 0)
-        fprintf(stderr, "nbstress: rank %d: the call before MPI_Comm_free: %d, not %d\n", rank, v[999], size * (size + 1) / 2);
+        fprintf(stderr, "nbstress: rank %d: the call before the communicator's release: %d, not %d\n", rank, v[999], size * (size + 1) / 2);
     calls++;
     long long by = expect ? counter(expect) - before : 0;
     if (expect && by != calls) {

@@ -100,7 +100,7 @@ check "stress across 2 nodes of 2 under HAR_CHECK=1 (not compared in the started
     env HAR_CHECK=1 HAR_NODE_SIZE=2 $mpi 4 "$bin/mpi/nbstress" --calls 300 --seed $seed --expect progressed --mixed
 check "stress across 2 nodes of 2 under MPI_THREAD_MULTIPLE (har's thread moves the started calls; a second thread makes blocking calls on a communicator of its own meanwhile): 2000 calls" \
     env HAR_NODE_SIZE=2 $mpi 4 "$bin/mpi/nbstress" --calls 2000 --seed $seed --expect progressed --thread-multiple --mixed
-# MPI_Comm_free with a started call running across nodes: har's wrapper
+# MPI_Comm_free (or MPI_Comm_disconnect) with a started call running across nodes: har's wrapper
 # ends the call before the MPI's free, never inside the MPI's attribute
 # callback, where it would call the MPI from within the MPI (har says so
 # under HAR_VERBOSE=2 when it must: PMPI_Comm_free bypassing the wrapper).
@@ -116,6 +116,10 @@ for threading in "" --thread-multiple; do
     check_fails "... and with PMPI_Comm_free (har's wrapper bypassed)${threading:+ under MPI_THREAD_MULTIPLE} they end inside the MPI's free, which the check above sees" "they end inside the MPI's free" \
         freed_outside --calls 20 --seed $seed --expect progressed $threading --pmpi-free
 done
+check "MPI_Comm_disconnect with started calls running across 2 nodes of 2: ended before the MPI's disconnect, not inside its attribute callback, every result exact" \
+    freed_outside --calls 20 --seed $seed --expect progressed --disconnect
+check_fails "... and with PMPI_Comm_disconnect (har's wrapper bypassed) they end inside the MPI's free, which the check above sees" "they end inside the MPI's free" \
+    freed_outside --calls 20 --seed $seed --expect progressed --disconnect --pmpi-free
 check_fails "the stress catches one damaged element of a result (HAR_TEST_CORRUPT)" "element 1:" \
     env HAR_TEST_CORRUPT=1:1 HAR_NODE_SIZE=2 $mpi 4 "$bin/mpi/nbstress" --calls 50 --seed $seed --expect progressed
 

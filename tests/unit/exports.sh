@@ -11,21 +11,21 @@ tap_result $? "nm -D: only MPI_*, mpi_*, har_* and MPIX_Allreduce_init (C and Fo
 nm -D --defined-only "$so" | grep -q " T MPI_Allreduce$"
 tap_result $? "MPI_Allreduce is exported"
 # The non-blocking, persistent and other collectives, the completion calls,
-# MPI_Comm_free, and their Fortran spellings that call PMPI_* themselves: under Open MPI
+# MPI_Comm_free, MPI_Comm_disconnect, and their Fortran spellings that call PMPI_* themselves: under Open MPI
 # all of them (the persistent all-reduce is MPIX_ in 4.1, MPI_ from 5.0),
 # under MPICH the mpi_f08 completion calls, and none under the standard ABI
 # (C only).
-want="har_allreduce_enqueue MPI_Iallreduce MPI_Wait MPI_Waitall MPI_Testsome MPI_Request_get_status MPI_Startall MPI_Request_free MPI_Comm_free MPI_Bcast MPI_Ialltoallv"
+want="har_allreduce_enqueue MPI_Iallreduce MPI_Wait MPI_Waitall MPI_Testsome MPI_Request_get_status MPI_Startall MPI_Request_free MPI_Comm_free MPI_Comm_disconnect MPI_Bcast MPI_Ialltoallv"
 ompi_major=$(printf '#include <mpi.h>\nOMPI_MAJOR_VERSION\n' | $MPICC -E -P -x c - 2> /dev/null | tail -1)
 case "$MPI_FLAVOUR" in
-openmpi) want="$want mpi_iallreduce_ MPI_WAIT mpi_wait mpi_wait_ mpi_wait__ mpi_wait_f08_ mpi_testsome_ mpi_startall_ mpi_comm_free_ mpi_comm_free_f08_"
+openmpi) want="$want mpi_iallreduce_ MPI_WAIT mpi_wait mpi_wait_ mpi_wait__ mpi_wait_f08_ mpi_testsome_ mpi_startall_ mpi_comm_free_ mpi_comm_free_f08_ mpi_comm_disconnect_ mpi_comm_disconnect_f08_"
     want="$want mpi_iallreduce_f08_ mpi_waitall_f08_"
     if [ "$ompi_major" -ge 5 ] 2> /dev/null; then
         want="$want MPI_Allreduce_init MPI_ALLREDUCE_INIT mpi_allreduce_init_ mpi_allreduce_init_f08_"
     else
         want="$want MPIX_Allreduce_init MPIX_ALLREDUCE_INIT mpix_allreduce_init_ mpix_allreduce_init_f08_"
     fi ;;
-mpich) want="$want MPI_Allreduce_init mpi_wait_f08_ mpi_waitall_f08_ mpi_testany_f08_ mpi_startall_f08_ mpi_comm_free_f08_" ;;
+mpich) want="$want MPI_Allreduce_init mpi_wait_f08_ mpi_waitall_f08_ mpi_testany_f08_ mpi_startall_f08_ mpi_comm_free_f08_ mpi_comm_disconnect_f08_" ;;
 *) want="$want MPI_Allreduce_init" ;;
 esac
 # The large-count bindings, where the MPI has them.
