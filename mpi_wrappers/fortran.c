@@ -1,8 +1,8 @@
 /* The Fortran entry points of MPI_ALLREDUCE, MPI_INIT, MPI_INIT_THREAD,
- * MPI_FINALIZE, MPI_COMM_FREE and MPI_COMM_DISCONNECT that har replaces: those of the MPI's
- * Fortran bindings that call PMPI_ functions themselves, which the C
- * wrappers (wrappers.c) therefore never see (fortran.h says which
- * spellings, per MPI).
+ * MPI_FINALIZE, MPI_COMM_FREE and MPI_COMM_DISCONNECT that har replaces:
+ * those of the MPI's Fortran bindings that call PMPI_ functions
+ * themselves, which the C wrappers (wrappers.c) therefore never see
+ * (fortran.h says which spellings, per MPI).
  *
  * Open MPI: all of them. Its all-reduce bindings call PMPI_Allreduce, and
  * its MPI_INIT, MPI_INIT_THREAD, MPI_FINALIZE, MPI_COMM_FREE and
