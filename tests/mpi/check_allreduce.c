@@ -11,6 +11,8 @@
  *                   [--comms N] [--no-mpi-cases] [--any-path] [--types t1,t2] [--ops o1,o2]
  *                   [--steps N] [--device [--mixed|--mixed-late|--warm] [--host-first] [--other-gpu] [--input-ready]]
  *                   [--managed] [--nonblocking]
+ * --sample K: about one case in K, picked by the seed, and the first case
+ * always.
  * --expect across: the transport between nodes that the README's rule
  * gives for the call's size: HAR_INTER's, else doubling up to
  * HAR_DOUBLING_MAX bytes (default 64 KiB) and the ring above.
@@ -573,7 +575,9 @@ int main(int argc, char **argv)
             if (only_ops && !strstr(only_ops, wanted)) continue;
             for (size_t ci = 0; ci < ncounts; ci++)
                 for (int inplace = 0; inplace < 2; inplace++, index++) {
-                    if (sample && splitmix(&pick) % (uint64_t)sample != 0) continue;
+                    /* The first case always: a sampled run that made none would
+                     * pass every check, the ones that must fail included. */
+                    if (sample && splitmix(&pick) % (uint64_t)sample != 0 && index > 0) continue;
                     comm_t *c = &comms[index % nc];
                     if (c->comm == MPI_COMM_NULL) continue;
                     if (c->comm == rev && world_rank == 0) continue;
