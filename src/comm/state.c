@@ -418,6 +418,11 @@ har_comm_t *har_comm_get(MPI_Comm comm, const har_call_t *call, har_status_t *st
         PMPI_Abort(comm, MPI_ERR_NO_MEM);
     }
     c->node.comm = comm;
+#ifdef HAR_HAVE_MPIX_STREAM
+    MPIX_Stream stream = MPIX_STREAM_NULL;
+    c->node.comm_has_stream = PMPIX_Comm_get_stream(comm, 0, &stream) == MPI_SUCCESS && stream != MPIX_STREAM_NULL;
+    c->node.comm_stream = stream;
+#endif
     c->node.node_comm = c->node.rail_comm = c->node.leader_comm = c->node.notice_comm = MPI_COMM_NULL;
     c->node.notice_req = MPI_REQUEST_NULL;
     har_node_watch_none(&c->node.watch);

@@ -409,43 +409,52 @@ int har_iallreduce_start(const void *sbuf, void *rbuf, har_count_t count, MPI_Da
     return 0;
 }
 
-int har_allreduce_enqueue(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                          void *stream)
+int har_enqueue_on_kernels(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
+                           MPI_Comm comm, void *stream, int *rc)
 {
-    int rc, captured = har_cuda_stream_capturing(stream);
     har_call_t call;
     har_comm_t *c;
-    if (!inside_har && har_entry_ready() && describe(&call, sbuf, rbuf, count, type, op, comm) &&
-        (c = peek_for(&call, comm))) {
-        inside_har = 1;
-        har_note_clear();
-        har_plan_t plan;
-        int forced = __atomic_load_n(&algo_override, __ATOMIC_RELAXED);
-        har_status_t st =
-            har_comm_enqueue(c, &call, forced >= 0 ? (unsigned)forced : c->set.algo, stream, captured, &plan);
-        if (st != HAR_OK || plan.engine != HAR_PATH_MPI) {
-            rc = MPI_SUCCESS;
-            if (st != HAR_OK) {
-                st = har_comm_fail(c, st);
-                rc = har_error_code(st);
-                PMPI_Comm_call_errhandler(comm, rc);
-            }
-            rc = served_by(HAR_BIT(SEEN) | plan.paths, "har_allreduce_enqueue", count, comm, rc);
-            inside_har = 0;
-            return rc;
+    if (count > INT_MAX || inside_har || !har_entry_ready() || !describe(&call, sbuf, rbuf, count, type, op, comm) ||
+        !(c = peek_for(&call, comm)))
+        return 0;
+    int captured = har_cuda_stream_capturing(stream);
+    inside_har = 1;
+    har_note_clear();
+    har_plan_t plan;
+    int forced = __atomic_load_n(&algo_override, __ATOMIC_RELAXED);
+    har_status_t st = har_comm_enqueue(c, &call, forced >= 0 ? (unsigned)forced : c->set.algo, stream, captured, &plan);
+    int queued = st != HAR_OK || plan.engine != HAR_PATH_MPI;
+    if (queued) {
+        *rc = MPI_SUCCESS;
+        if (st != HAR_OK) {
+            st = har_comm_fail(c, st);
+            *rc = har_error_code(st);
+            PMPI_Comm_call_errhandler(comm, *rc);
         }
-        inside_har = 0;
+        *rc = served_by(HAR_BIT(SEEN) | plan.paths, "har_allreduce_enqueue", (int)count, comm, *rc);
     }
-    if (captured) {
-        /* Every rank alike (what decided it is shared), before any call is
-         * numbered: a capture cannot wait for its stream. */
-        har_log(HAR_LOG_ERROR, "har_allreduce_enqueue of count %d on a stream being captured into a CUDA graph: only "
-                "calls har's kernels queue can be captured (one node, a communicator an all-reduce on device "
-                "buffers set up, at most HAR_DEVICE_PUSH_MAX bytes, HAR_CHECK off)", count);
-        rc = MPI_ERR_OTHER;
-        PMPI_Comm_call_errhandler(comm, rc);
-        return rc;
-    }
+    inside_har = 0;
+    return queued;
+}
+
+/* A call har's kernels cannot queue, on a stream being captured: refused
+ * on every rank alike (what decided it is shared), before any call is
+ * numbered, since a capture cannot wait for its stream. */
+static int refuse_capture(har_count_t count, MPI_Comm comm)
+{
+    har_log(HAR_LOG_ERROR, "har_allreduce_enqueue of count %lld on a stream being captured into a CUDA graph: only "
+            "calls har's kernels queue can be captured (one node, a communicator an all-reduce on device "
+            "buffers set up, at most HAR_DEVICE_PUSH_MAX bytes, HAR_CHECK off)", (long long)count);
+    PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+    return MPI_ERR_OTHER;
+}
+
+int har_allreduce_enqueue_count(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
+                                MPI_Comm comm, void *stream, har_binding_t binding)
+{
+    int rc;
+    if (har_enqueue_on_kernels(sbuf, rbuf, count, type, op, comm, stream, &rc)) return rc;
+    if (har_cuda_stream_capturing(stream)) return refuse_capture(count, comm);
     /* Not on har's kernels: the blocking call, once the stream's work (the
      * input, perhaps) is done. */
     if (har_cuda_stream_wait(stream) != HAR_OK) {
@@ -454,7 +463,13 @@ int har_allreduce_enqueue(const void *sbuf, void *rbuf, int count, MPI_Datatype 
         PMPI_Comm_call_errhandler(comm, rc);
         return rc;
     }
-    return har_allreduce(sbuf, rbuf, count, type, op, comm);
+    return har_allreduce_count(sbuf, rbuf, count, type, op, comm, binding);
+}
+
+int har_allreduce_enqueue(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                          void *stream)
+{
+    return har_allreduce_enqueue_count(sbuf, rbuf, count, type, op, comm, stream, HAR_BINDING_INT);
 }
 
 int har_persistent_describe(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,

@@ -299,6 +299,9 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
             break;
         }
         if (done) break;
+#ifdef HAR_HAVE_MPIX_STREAM
+        if (node->comm_has_stream) PMPIX_Stream_progress(node->comm_stream);
+#endif
         /* The common case is done within microseconds; a fiber gives the
          * thread back at once instead (core/fiber.h). */
         unsigned long slow = fiber ? HAR_FIBER_PASSES : 1024, every = fiber ? HAR_FIBER_PASSES : 256;

@@ -33,6 +33,12 @@ typedef struct {
 
 typedef struct har_node {
     MPI_Comm comm;                  /* the application's communicator */
+#ifdef HAR_HAVE_MPIX_STREAM
+    /* MPICH: comm's MPIX_Stream where it is a stream communicator, whose
+     * requests only MPIX_Stream_progress moves (MPI_Test does not). */
+    int comm_has_stream;
+    MPIX_Stream comm_stream;
+#endif
     int rank, size;                 /* in it */
     int local_rank, local_size, node, nnodes;
     int uniform;                    /* every node holds local_size ranks: rails; else leader mode */

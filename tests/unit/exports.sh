@@ -1,13 +1,14 @@
 #!/bin/sh
-# libhar exports only MPI_*, mpi_* and har_* and the one MPIX_ call it
-# wraps, Open MPI 4.1's MPIX_Allreduce_init, in C and Fortran spellings
-# (the CUDA runtime and every internal helper stay hidden), links no CUDA
-# library, and carries no test hook.
+# libhar exports only MPI_*, mpi_* and har_* and the MPIX_ calls it
+# wraps: Open MPI 4.1's MPIX_Allreduce_init, in C and Fortran spellings,
+# and MPICH's MPIX_Stream_create, MPIX_Stream_free and
+# MPIX_Allreduce_enqueue(_c) (the CUDA runtime and every internal helper
+# stay hidden); it links no CUDA library, and carries no test hook.
 . "$top_srcdir/tests/lib.sh"
 so="$top_builddir/.libs/libhar.so"
-nm -D --defined-only "$so" | awk '{print $NF}' | grep -v -E '^(MPI_|mpi_|har_|MPIX_Allreduce_init$|MPIX_ALLREDUCE_INIT$|mpix_allreduce_init(|_|__|_f08_)$)' > "$tmp/extra"
+nm -D --defined-only "$so" | awk '{print $NF}' | grep -v -E '^(MPI_|mpi_|har_|MPIX_Allreduce_init$|MPIX_ALLREDUCE_INIT$|mpix_allreduce_init(|_|__|_f08_)$|MPIX_Stream_(create|free)$|MPIX_Allreduce_enqueue(_c)?$)' > "$tmp/extra"
 [ ! -s "$tmp/extra" ]
-tap_result $? "nm -D: only MPI_*, mpi_*, har_* and MPIX_Allreduce_init (C and Fortran) defined" "$tmp/extra"
+tap_result $? "nm -D: only MPI_*, mpi_*, har_*, MPIX_Allreduce_init (C and Fortran) and MPICH's stream calls defined" "$tmp/extra"
 nm -D --defined-only "$so" | grep -q " T MPI_Allreduce$"
 tap_result $? "MPI_Allreduce is exported"
 # The non-blocking, persistent and other collectives, the completion calls,
@@ -28,6 +29,10 @@ openmpi) want="$want mpi_iallreduce_ MPI_WAIT mpi_wait mpi_wait_ mpi_wait__ mpi_
 mpich) want="$want MPI_Allreduce_init mpi_wait_f08_ mpi_waitall_f08_ mpi_testany_f08_ mpi_startall_f08_ mpi_comm_free_f08_ mpi_comm_disconnect_f08_" ;;
 *) want="$want MPI_Allreduce_init" ;;
 esac
+# MPICH's stream communicators, where the MPI has them.
+if grep -q "^#define HAR_HAVE_MPIX_STREAM 1" "$top_builddir/config.h"; then
+    want="$want MPIX_Stream_create MPIX_Stream_free MPIX_Allreduce_enqueue MPIX_Allreduce_enqueue_c"
+fi
 # The large-count bindings, where the MPI has them.
 if grep -q "^#define HAR_HAVE_MPI_C_COUNTS 1" "$top_builddir/config.h"; then
     want="$want MPI_Allreduce_c MPI_Iallreduce_c MPI_Allreduce_init_c MPI_Bcast_c MPI_Ibcast_c MPI_Alltoallv_c MPI_Ialltoallv_c"
