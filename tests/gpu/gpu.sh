@@ -51,6 +51,18 @@ for what in count type op; do
         sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between ranks" "$0" && grep -q "at step push" "$0"' \
         "$tmp/o" env $share HAR_TIMEOUT=60 $mpi 2 "$bin/gpu/mismatch_gpu" $what
 done
+# 1000 ints are 500 lines, one block's; rank 1's 2000 take two blocks'
+# lines: a block with lines on one rank and none on the other must still
+# end, and the difference be found.
+check "2 ranks, another count on rank 1 that takes more of the push kernels' blocks: found, every rank told, no time-out" \
+    sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between ranks" "$0" && grep -q "at step push" "$0"' \
+    "$tmp/o" env $share HAR_TIMEOUT=60 $mpi 2 "$bin/gpu/mismatch_gpu" count --count 1000
+# The same started by MPI_Iallreduce, and a blocking call made before the
+# wait: nothing waits on the started call's kernels then, so its blocks
+# must end by themselves.
+check "2 ranks, the same by MPI_Iallreduce, a blocking call before its wait: it ends with its class, no time-out" \
+    sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "differs between ranks" "$0"' \
+    "$tmp/o" env $share HAR_TIMEOUT=60 $mpi 2 "$bin/gpu/mismatch_gpu" count --count 1000 --started
 # Past them to HAR_DEVICE_AHEAD_MAX (1 MiB), the barrier kernels go ahead
 # too: no rank waits for its peers on the host, and the first barrier
 # carries each call's count and signature. A differing call of those sizes

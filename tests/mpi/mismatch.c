@@ -4,7 +4,10 @@
  * for another count or datatype, MPI_ERR_OP for another op) through the
  * error handler, no wrong data, and no hang; the communicator fails for good
  * after it, and another communicator still works.
- *   mismatch count|type|op [--last] [--count N]
+ *   mismatch count|type|op [--last] [--count N] [--started]
+ * --started: the differing call is an MPI_Iallreduce, and every rank makes
+ * a blocking call on the same communicator (another buffer) before
+ * waiting for it: the started call must still end, with its class.
  * Built with HAR_TEST_CUDA (mismatch_gpu), the buffers are device memory
  * and a first device call, alike on every rank, sets the kernels up, so
  * that the differing call is the device path's to find. */
@@ -19,13 +22,14 @@
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int rank, size, n = 10, last = 0;
+    int rank, size, n = 10, last = 0, started = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *what = argc > 1 ? argv[1] : "count";
     for (int a = 2; a < argc; a++) {
         if (!strcmp(argv[a], "--last")) last = 1;
         else if (!strcmp(argv[a], "--count") && a + 1 < argc) n = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--started")) started = 1;
     }
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -50,7 +54,17 @@ int main(int argc, char **argv)
     if (odd && !strcmp(what, "type")) type = MPI_DOUBLE;
     if (odd && !strcmp(what, "op")) op = MPI_MAX;
     int want = !strcmp(what, "op") ? MPI_ERR_OP : MPI_ERR_TRUNCATE;
-    int rc = MPI_Allreduce(MPI_IN_PLACE, buf, count, type, op, comm), cls = -1;
+    int rc, cls = -1;
+    if (started) {
+        MPI_Request req;
+        rc = MPI_Iallreduce(MPI_IN_PLACE, buf, count, type, op, comm, &req);
+        if (rc == MPI_SUCCESS) {
+            MPI_Allreduce(MPI_IN_PLACE, buf + 100000, n, MPI_INT, MPI_SUM, comm);  /* its result is not looked at */
+            rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        }
+    } else {
+        rc = MPI_Allreduce(MPI_IN_PLACE, buf, count, type, op, comm);
+    }
     if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
     /* The communicator stays failed; another one works. */
     int later = MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_SUM, comm);
