@@ -63,6 +63,12 @@ check "2 ranks, another count on rank 1 that takes more of the push kernels' blo
 check "2 ranks, the same by MPI_Iallreduce, a blocking call before its wait: it ends with its class, no time-out" \
     sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "differs between ranks" "$0"' \
     "$tmp/o" env $share HAR_TIMEOUT=60 $mpi 2 "$bin/gpu/mismatch_gpu" count --count 1000 --started
+# The same queued by har_allreduce_enqueue: no host waits for it, so the
+# kernels' blocks end by themselves, the streams drain, and the watch
+# thread finds the record.
+check "2 ranks, the same queued on a stream (har_allreduce_enqueue): the streams drain, the next call fails with the class, no time-out" \
+    sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "differs between ranks" "$0" && grep -q "at step enqueued" "$0" && [ "$(grep -c "its stream: cudaSuccess" "$0")" = 2 ]' \
+    "$tmp/o" env $share HAR_TIMEOUT=60 $mpi 2 "$bin/gpu/mismatch_gpu" count --count 1000 --enqueue
 # Past them to HAR_DEVICE_AHEAD_MAX (1 MiB), the barrier kernels go ahead
 # too: no rank waits for its peers on the host, and the first barrier
 # carries each call's count and signature. A differing call of those sizes

@@ -4,25 +4,31 @@
  * for another count or datatype, MPI_ERR_OP for another op) through the
  * error handler, no wrong data, and no hang; the communicator fails for good
  * after it, and another communicator still works.
- *   mismatch count|type|op [--last] [--count N] [--started]
+ *   mismatch count|type|op [--last] [--count N] [--started] [--enqueue]
  * --started: the differing call is an MPI_Iallreduce, and every rank makes
  * a blocking call on the same communicator (another buffer) before
  * waiting for it: the started call must still end, with its class.
+ * --enqueue (mismatch_gpu only): the differing call is queued by
+ * har_allreduce_enqueue on a stream of the application's, which must
+ * drain; the next call on the communicator (50 ms later: the watch thread
+ * looks every 100 us) fails with the class.
  * Built with HAR_TEST_CUDA (mismatch_gpu), the buffers are device memory
  * and a first device call, alike on every rank, sets the kernels up, so
  * that the differing call is the device path's to find. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <mpi.h>
 #ifdef HAR_TEST_CUDA
 #include <cuda_runtime.h>
+#include "har.h"
 #endif
 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int rank, size, n = 10, last = 0, started = 0;
+    int rank, size, n = 10, last = 0, started = 0, enqueue = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *what = argc > 1 ? argv[1] : "count";
@@ -30,7 +36,14 @@ int main(int argc, char **argv)
         if (!strcmp(argv[a], "--last")) last = 1;
         else if (!strcmp(argv[a], "--count") && a + 1 < argc) n = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--started")) started = 1;
+        else if (!strcmp(argv[a], "--enqueue")) enqueue = 1;
     }
+#ifndef HAR_TEST_CUDA
+    if (enqueue) {
+        fprintf(stderr, "mismatch: --enqueue takes device buffers: run mismatch_gpu\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+#endif
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
@@ -62,6 +75,21 @@ int main(int argc, char **argv)
             MPI_Allreduce(MPI_IN_PLACE, buf + 100000, n, MPI_INT, MPI_SUM, comm);  /* its result is not looked at */
             rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
         }
+#ifdef HAR_TEST_CUDA
+    } else if (enqueue) {
+        cudaStream_t stream;
+        cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+        rc = har_allreduce_enqueue(MPI_IN_PLACE, buf, count, type, op, comm, stream);
+        cudaError_t drained = cudaStreamSynchronize(stream);
+        printf("mismatch: rank %d: queued: %s, its stream: %s\n", rank, rc == MPI_SUCCESS ? "yes" : "REFUSED",
+               cudaGetErrorName(drained));
+        cudaStreamDestroy(stream);
+        /* The failure comes with the next call once har's watch thread
+         * has seen the kernels' record: it looks every 100 us. */
+        usleep(50000);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Allreduce(MPI_IN_PLACE, buf + 100000, n, MPI_INT, MPI_SUM, comm);
+#endif
     } else {
         rc = MPI_Allreduce(MPI_IN_PLACE, buf, count, type, op, comm);
     }
