@@ -1027,15 +1027,18 @@ har_status_t har_comm_run(har_comm_t *c, const har_call_t *call, har_plan_t *pla
 
 har_status_t har_comm_fail(har_comm_t *c, har_status_t st)
 {
-    if (c->mode != HAR_COMM_FAILED) {
+    int first = c->mode != HAR_COMM_FAILED;
+    if (first) {
         c->mode = HAR_COMM_FAILED;
         if (!har_node_failed(&c->node)) har_node_fail(&c->node, st, -1, "call");
         har_node_report(&c->node);
     }
     /* Ranks that stopped for another rank's differing call get, for that
-     * call, the class the MPI gives for it, like the ranks that found it. */
+     * call, the class the MPI gives for it, like the ranks that found it;
+     * so does the first call to fail after a differing call that no call
+     * waited for (queued by har_allreduce_enqueue: the watch found it). */
     const har_failure_t *why = har_node_record(&c->node);
-    if (st == HAR_ERR_PEER_FAILED && why && why->call == c->node.call &&
+    if (st == HAR_ERR_PEER_FAILED && why && (why->call == c->node.call || first) &&
         (why->status == HAR_ERR_TRUNCATE || why->status == HAR_ERR_OP))
         return (har_status_t)why->status;
     return st;
