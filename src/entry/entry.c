@@ -410,14 +410,13 @@ int har_iallreduce_start(const void *sbuf, void *rbuf, har_count_t count, MPI_Da
 }
 
 int har_enqueue_on_kernels(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
-                           MPI_Comm comm, void *stream, int *rc)
+                           MPI_Comm comm, void *stream, int captured, int *rc)
 {
     har_call_t call;
     har_comm_t *c;
     if (count > INT_MAX || inside_har || !har_entry_ready() || !describe(&call, sbuf, rbuf, count, type, op, comm) ||
         !(c = peek_for(&call, comm)))
         return 0;
-    int captured = har_cuda_stream_capturing(stream);
     inside_har = 1;
     har_note_clear();
     har_plan_t plan;
@@ -452,9 +451,9 @@ static int refuse_capture(har_count_t count, MPI_Comm comm)
 int har_allreduce_enqueue_count(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
                                 MPI_Comm comm, void *stream, har_binding_t binding)
 {
-    int rc;
-    if (har_enqueue_on_kernels(sbuf, rbuf, count, type, op, comm, stream, &rc)) return rc;
-    if (har_cuda_stream_capturing(stream)) return refuse_capture(count, comm);
+    int rc, captured = har_cuda_stream_capturing(stream);
+    if (har_enqueue_on_kernels(sbuf, rbuf, count, type, op, comm, stream, captured, &rc)) return rc;
+    if (captured) return refuse_capture(count, comm);
     /* Not on har's kernels: the blocking call, once the stream's work (the
      * input, perhaps) is done. */
     if (har_cuda_stream_wait(stream) != HAR_OK) {

@@ -23,11 +23,11 @@ HAR_HIDDEN int har_comm_disconnect(MPI_Comm *comm);
 HAR_HIDDEN int har_allreduce_count(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
                                    MPI_Comm comm, har_binding_t binding);
 /* A stream-ordered all-reduce on har's kernels (har_allreduce_enqueue's
- * fast path): 1 when har queued it on `stream`, or failed it there (its
- * code in *rc); 0 when the kernels cannot take it, which every rank
- * decides alike. */
+ * fast path; `captured`: the stream is being captured into a CUDA graph):
+ * 1 when har queued it on `stream`, or failed it there (its code in *rc);
+ * 0 when the kernels cannot take it, which every rank decides alike. */
 HAR_HIDDEN int har_enqueue_on_kernels(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type, MPI_Op op,
-                                      MPI_Comm comm, void *stream, int *rc);
+                                      MPI_Comm comm, void *stream, int captured, int *rc);
 /* har_allreduce_enqueue of any count: on the kernels, else the blocking
  * call of that binding once the stream's work is done. */
 HAR_HIDDEN int har_allreduce_enqueue_count(const void *sbuf, void *rbuf, har_count_t count, MPI_Datatype type,

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/log.h"
+#include "cuda/driver.h"
 #include "entry/entry.h"
 #include "entry/streams.h"
 
@@ -170,7 +171,8 @@ int har_mpix_allreduce_enqueue(const void *sbuf, void *rbuf, har_count_t count, 
         return mpi_enqueue(sbuf, rbuf, count, type, op, comm, binding);
     if (!k.mpi_made) return har_allreduce_enqueue_count(sbuf, rbuf, count, type, op, comm, k.cuda, binding);
     int rc;
-    if (har_enqueue_on_kernels(sbuf, rbuf, count, type, op, comm, k.cuda, &rc)) return rc;
+    if (har_enqueue_on_kernels(sbuf, rbuf, count, type, op, comm, k.cuda, har_cuda_stream_capturing(k.cuda), &rc))
+        return rc;
     return mpi_enqueue(sbuf, rbuf, count, type, op, comm, binding);
 }
 #endif
