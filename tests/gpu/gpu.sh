@@ -141,6 +141,12 @@ else
         check "stress, $np ranks under MPS: 100000 MPI_Iallreduce to 16 KiB, up to 8 in flight on the push kernels, random completion calls and delays, every result checked" \
             env HAR_TIMEOUT=120 $mpi $np "$stress" --iters 100000 --small --nonblocking 8 --seed $seed --expect push
     done
+    # A started call runs on har's own stream: the input a kernel on the
+    # legacy default stream is still writing must land first.
+    for np in 4 8; do
+        check "stress, $np ranks under MPS: 20000 MPI_Iallreduce to 16 KiB, input still written on the legacy default stream in 1 call in 4, up to 8 in flight, every result checked" \
+            env HAR_TIMEOUT=120 $mpi $np "$stress" --iters 20000 --small --nonblocking 8 --late-input --seed $seed --expect push
+    done
     for run in 2:20000 4:20000 8:10000; do
         np=${run%:*} iters=${run#*:}
         check "stress, $np ranks under MPS: $iters MPI_Iallreduce of 64 KiB to 1 MiB, up to 8 in flight on the barrier kernels gone ahead, every result checked" \

@@ -25,8 +25,9 @@
  * (each on its own buffer; the batch sizes shared by every rank), random
  * delays before some posts and before the completion, completed by a
  * completion call each rank picks at random (MPI_Waitall, MPI_Wait in a
- * random order, MPI_Testany, MPI_Waitsome or MPI_Testall); not with
- * --late-input.
+ * random order, MPI_Testany, MPI_Waitsome or MPI_Testall). With
+ * --late-input, a started call must wait for the legacy stream's kernel
+ * too.
  * --host-buffers odd: odd ranks' buffers are host memory (pageable): they
  * join the even ranks' kernels on copies in GPU memory; all: every rank's
  * (after the first calls, which set the communicator up for device
@@ -101,10 +102,9 @@ int main(int argc, char **argv)
     cudaSetDevice(local % ndev);
     const int max_n = large ? 1 << 21 : 1 << 18, min_n = large ? (1 << 18) + 1 : medium ? 16385 : 1;
     enum { MAX_BATCH = 8 };
-    if (batch_max < 1 || batch_max > MAX_BATCH || (nonblocking && late_input) ||
+    if (batch_max < 1 || batch_max > MAX_BATCH ||
         ((host_odd || host_all) && (late_input || hog > 0))) {
-        fprintf(stderr, "stress: --nonblocking takes 1 to %d, and not with --late-input; --host-buffers not with "
-                "--late-input or --hog\n", MAX_BATCH);
+        fprintf(stderr, "stress: --nonblocking takes 1 to %d; --host-buffers not with --late-input or --hog\n", MAX_BATCH);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int on_host = host_all || (host_odd && rank % 2);
