@@ -43,7 +43,6 @@ int har_cuda_legacy_idle(void)
 
 har_status_t har_cuda_follow_legacy(void *stream, void **event)
 {
-    if (har_cuda_legacy_idle()) return HAR_OK;
     har_status_t st = HAR_OK;
     if (!*event) st = har_cuda_status(cudaEventCreateWithFlags((cudaEvent_t *)event, cudaEventDisableTiming), "event");
     if (st == HAR_OK)

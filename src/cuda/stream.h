@@ -48,8 +48,9 @@ HAR_HIDDEN har_status_t har_cuda_stream_create(void **stream);
 /* Is the legacy default stream idle (all work queued there so far done)? */
 HAR_HIDDEN int har_cuda_legacy_idle(void);
 /* Orders `stream` after the work queued on the legacy default stream so
- * far: a query where it is idle (the common case), else an event recorded
- * there (`*event`, made on first need) that `stream` waits for. */
+ * far: an event recorded there (`*event`, made on first need) that
+ * `stream` waits for. Every call, with no query first: under MPS a
+ * cudaStreamQuery cost more than the record and the wait together. */
 HAR_HIDDEN har_status_t har_cuda_follow_legacy(void *stream, void **event);
 /* HAR_OK, or HAR_ERR_CUDA after logging what failed (and clearing a
  * non-sticky error: har leaves no error behind for the application). */
