@@ -62,8 +62,10 @@
  * over a stream, then the maximum over ranks, median of the streams), the
  * host time of launching that empty kernel on the same busy stream, timed
  * the same way (launch_us: what no call that launches a kernel can go
- * below), and a CUDA graph of 100 such calls captured once and replayed
- * (graph_us: per call, as stream_us).
+ * below), a stream of 100 such empty kernels alone, per kernel, as
+ * stream_us (empties_us: what no stream of calls that each launch a
+ * kernel can go below), and a CUDA graph of 100 such calls captured once
+ * and replayed (graph_us: per call, as stream_us).
  *
  * Calls are in place (MPI_IN_PLACE), as gradient all-reduces are; with
  * --out-of-place each takes a send buffer of its own beside the result's
@@ -621,11 +623,11 @@ static int enqueue_one(size_t n, void **bufs, void **ins, int k)
 }
 
 static void enqueue_streams(size_t n, void **bufs, void **ins, int iters, double *stream_us, double *kernels_us,
-                            double *host_us, double *launch_us, double *graph_us)
+                            double *host_us, double *launch_us, double *empties_us, double *graph_us)
 {
     int reps = iters / 10 < 5 ? 5 : iters / 10 > 50 ? 50 : iters / 10;
-    double *per[5];
-    for (int k = 0; k < 5; k++) per[k] = calloc((size_t)reps, sizeof(double));
+    double *per[6];
+    for (int k = 0; k < 6; k++) per[k] = calloc((size_t)reps, sizeof(double));
     double host[ENQUEUE_STREAM], launch[ENQUEUE_STREAM];
     for (int rep = -1; rep < reps; rep++)
         for (int kernels = 0; kernels < 2; kernels++) {
@@ -651,6 +653,16 @@ static void enqueue_streams(size_t n, void **bufs, void **ins, int iters, double
                 else per[4][rep] = launch[ENQUEUE_STREAM / 2];
             }
         }
+#ifdef HAR_BENCH_FLOOR
+    for (int rep = -1; rep < reps; rep++) {
+        PMPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        for (int k = 0; k < ENQUEUE_STREAM; k++)
+            if (har_engine_dev_empty(enqueue_stream) != 0) die("kernel launch failed");
+        if (cudaStreamSynchronize(enqueue_stream) != cudaSuccess) die("cudaStreamSynchronize failed");
+        if (rep >= 0) per[5][rep] = (MPI_Wtime() - t0) / ENQUEUE_STREAM;
+    }
+#endif
     /* The same calls captured once into a graph, replayed. */
     cudaGraph_t graph;
     cudaGraphExec_t exec;
@@ -670,8 +682,8 @@ static void enqueue_streams(size_t n, void **bufs, void **ins, int iters, double
     }
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
-    double *out[5] = {stream_us, kernels_us, host_us, graph_us, launch_us};
-    for (int k = 0; k < 5; k++) {
+    double *out[6] = {stream_us, kernels_us, host_us, graph_us, launch_us, empties_us};
+    for (int k = 0; k < 6; k++) {
         PMPI_Allreduce(MPI_IN_PLACE, per[k], reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         qsort(per[k], (size_t)reps, sizeof(double), cmp_double);
         *out[k] = round(per[k][reps / 2] * 1e9) / 1e3;
@@ -754,7 +766,7 @@ int main(int argc, char **argv)
     if (opt.csv && rank == 0 && !(csv = fopen(opt.csv, "w"))) die("cannot write the CSV file");
     if (csv) fprintf(csv, "bytes,candidate,ranks,ranks_per_node,nodes,buffers,class,type,op,median_us,p10_us,p90_us,"
                           "algbw_GBs,busbw_GBs,paths,checked,in_place,compute_us,total_us,overlap_pct,stream_us,kernels_us,host_us,graph_us,"
-                          "launch_us\n");
+                          "launch_us,empties_us\n");
     if (rank == 0) {
         printf("# har-bench%s%s: %d ranks (%d per node, %d node(s)), %s %s, %s buffers (rotating over %d, %s), %s, "
                "time = max over ranks per call, median us\n",
@@ -773,9 +785,9 @@ int main(int argc, char **argv)
         for (int c = 0; c < ncands; c++) printf(" %*s", opt.tune ? 22 : 12, cands[c].name);
         if (opt.tune) printf(" %22s\n", "fastest");
         else if (opt.enqueue)
-            printf(" %9s %9s %10s %9s %9s %10s %8s %9s %9s %9s %-28s %s\n", "enq/har", floor_c >= 0 ? "enq/floor" : "",
-                   "stream_us", floor_c >= 0 ? "str/floor" : "", "str/har", "kernels_us", "host_us", "launch_us",
-                   "graph_us", "graph/har", "har_enqueue_paths", "checked");
+            printf(" %9s %9s %10s %9s %9s %10s %10s %8s %9s %9s %9s %-28s %s\n", "enq/har", floor_c >= 0 ? "enq/floor" : "",
+                   "stream_us", floor_c >= 0 ? "str/floor" : "", "str/har", "empties_us", "kernels_us", "host_us",
+                   "launch_us", "graph_us", "graph/har", "har_enqueue_paths", "checked");
         else if (opt.nonblocking)
             printf(" %8s %9s %9s %9s %8s %8s %8s %-24s %s\n", "har/mpi", "har/blk", persistent_c >= 0 ? "prs/blk" : "",
                    floor_c >= 0 ? "har/floor" : "", "har_ovl%", "mpi_ovl%", persistent_c >= 0 ? "prs_ovl%" : "",
@@ -906,10 +918,10 @@ int main(int argc, char **argv)
             free(t[c]);
             t[c] = NULL;
         }
-        double stream_us = 0, kernels_us = 0, host_us = 0, launch_us = 0, graph_us = 0;
+        double stream_us = 0, kernels_us = 0, host_us = 0, launch_us = 0, empties_us = 0, graph_us = 0;
 #ifdef HAR_BENCH_CUDA
         if (opt.enqueue && timed[0] && ok[0])
-            enqueue_streams(n, bufs, ins, iters, &stream_us, &kernels_us, &host_us, &launch_us, &graph_us);
+            enqueue_streams(n, bufs, ins, iters, &stream_us, &kernels_us, &host_us, &launch_us, &empties_us, &graph_us);
 #endif
         for (int b = 0; persistent_c >= 0 && b < opt.buffers; b++) MPI_Request_free(&persistent[b]);
         /* --tuning: a choice 4x slower than the best at two sizes in a row is
@@ -944,8 +956,9 @@ int main(int argc, char **argv)
                     snprintf(vs_floor, sizeof vs_floor, "%.2f", med[0] / med[floor_c]);
                     snprintf(str_floor, sizeof str_floor, "%.2f", stream_us / med[floor_c]);
                 }
-                printf(" %9.2f %9s %10.2f %9s %9.2f %10.2f %8.2f %9.2f %9.2f %9.2f %-28s %s\n", med[0] / med[1], vs_floor,
-                       stream_us, str_floor, stream_us / med[1], kernels_us, host_us, launch_us, graph_us, graph_us / med[1],
+                printf(" %9.2f %9s %10.2f %9s %9.2f %10.2f %10.2f %8.2f %9.2f %9.2f %9.2f %-28s %s\n", med[0] / med[1],
+                       vs_floor, stream_us, str_floor, stream_us / med[1], empties_us, kernels_us, host_us, launch_us,
+                       graph_us, graph_us / med[1],
                        took[0], opt.check ? (ok[0] && ok[1] ? "yes" : "FAILED") : "no");
             } else if (opt.nonblocking) {
                 char vs_blocking[16] = "-", vs_floor[16] = "", prs[16] = "", prs_ovl[16] = "", prs_took[100] = "";
@@ -983,8 +996,9 @@ int main(int argc, char **argv)
                 else fprintf(csv, ",,");
                 /* --enqueue: the streams of queued calls */
                 if (opt.enqueue && cands[c].run == RUN_HAR_ENQUEUE)
-                    fprintf(csv, ",%.3f,%.3f,%.3f,%.3f,%.3f\n", stream_us, kernels_us, host_us, graph_us, launch_us);
-                else fprintf(csv, ",,,,,\n");
+                    fprintf(csv, ",%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", stream_us, kernels_us, host_us, graph_us, launch_us,
+                            empties_us);
+                else fprintf(csv, ",,,,,,\n");
             }
         }
         if (bytes > opt.max_bytes / 2) break;
