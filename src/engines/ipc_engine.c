@@ -825,8 +825,15 @@ static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *ca
      * only where that stream is idle. */
     *resident = may_post && d->resident_idle_ns && har_cuda_legacy_idle();
     if (*resident) st = post_resident(d, &a);
-    else if (d->queue != d->started || (st = har_cuda_follow_legacy(d->started, (void **)&d->legacy_seen)) == HAR_OK)
-        st = har_cuda_status(har_engine_dev_push(&a, d->push_blocks, d->queue), "kernel launch");
+    else if (d->queue != d->started || (st = har_cuda_follow_legacy(d->started, (void **)&d->legacy_seen)) == HAR_OK) {
+        /* A queued call's kernel is launched early: on the application's
+         * stream it mostly follows a kernel (the call before it, the
+         * application's own), whose end it then meets without waiting for
+         * a launch after it. Har's own streams order their calls by events
+         * and the host, where that gains nothing. */
+        int early = d->queue != d->stream && d->queue != d->started && !captured;
+        st = har_cuda_status(har_engine_dev_push(&a, d->push_blocks, d->queue, early), "kernel launch");
+    }
     *w = (call_watch_t){d, node, call, no, seq, d->push_blocks, "push", captured ? d->push_host->graph_differs : NULL};
     return st;  /* failed: never pushed, its peers wait until the caller fails the segment */
 }

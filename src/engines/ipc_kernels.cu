@@ -506,6 +506,12 @@ __device__ __forceinline__ bool push_call(const har_push_args_t &a, const uint64
 
 template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS) push(const har_push_args_t a)
 {
+#if __CUDA_ARCH__ >= 900
+    // Launched early (har_engine_dev_push): the work before it on the
+    // stream may still run; this waits for its end and its memory. A no-op
+    // when launched plainly.
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
     if (!a.counter) {
         push_call<T, OP>(a, a.seq, 0);
         return;
@@ -666,48 +672,60 @@ template <typename T> int fold_type(int op, void *acc, const void *in, size_t n,
     return (int)cudaErrorInvalidValue;
 }
 
-template <typename T, int OP> int launch_one(const har_engine_dev_args_t *a, int blocks, cudaStream_t s)
+template <typename T, int OP> int launch_one(const har_engine_dev_args_t *a, int blocks, cudaStream_t s, bool)
 {
     allreduce<T, OP><<<blocks, HAR_DEV_THREADS, 0, s>>>(*a);
     return (int)cudaGetLastError();
 }
 
-template <typename T, int OP> int launch_one(const har_push_args_t *a, int blocks, cudaStream_t s)
+template <typename T, int OP> int launch_one(const har_push_args_t *a, int blocks, cudaStream_t s, bool early)
 {
-    push<T, OP><<<blocks, HAR_DEV_THREADS, 0, s>>>(*a);
-    return (int)cudaGetLastError();
+    if (!early) {
+        push<T, OP><<<blocks, HAR_DEV_THREADS, 0, s>>>(*a);
+        return (int)cudaGetLastError();
+    }
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(blocks);
+    cfg.blockDim = dim3(HAR_DEV_THREADS);
+    cfg.stream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return (int)cudaLaunchKernelEx(&cfg, push<T, OP>, *a);
 }
 
-template <typename T, int OP> int launch_one(const har_resident_args_t *r, int blocks, cudaStream_t s)
+template <typename T, int OP> int launch_one(const har_resident_args_t *r, int blocks, cudaStream_t s, bool)
 {
     resident<T, OP><<<blocks, HAR_DEV_THREADS, 0, s>>>(*r);
     return (int)cudaGetLastError();
 }
 
-template <typename T, typename A> int launch_int(const A *a, int blocks, cudaStream_t s)
+template <typename T, typename A> int launch_int(const A *a, int blocks, cudaStream_t s, bool early)
 {
     switch (a->op) {
-    case HAR_OP_SUM: return launch_one<T, HAR_OP_SUM>(a, blocks, s);
-    case HAR_OP_PROD: return launch_one<T, HAR_OP_PROD>(a, blocks, s);
-    case HAR_OP_MIN: return launch_one<T, HAR_OP_MIN>(a, blocks, s);
-    case HAR_OP_MAX: return launch_one<T, HAR_OP_MAX>(a, blocks, s);
-    case HAR_OP_BAND: return launch_one<T, HAR_OP_BAND>(a, blocks, s);
-    case HAR_OP_BOR: return launch_one<T, HAR_OP_BOR>(a, blocks, s);
-    case HAR_OP_BXOR: return launch_one<T, HAR_OP_BXOR>(a, blocks, s);
-    case HAR_OP_LAND: return launch_one<T, HAR_OP_LAND>(a, blocks, s);
-    case HAR_OP_LOR: return launch_one<T, HAR_OP_LOR>(a, blocks, s);
-    case HAR_OP_LXOR: return launch_one<T, HAR_OP_LXOR>(a, blocks, s);
+    case HAR_OP_SUM: return launch_one<T, HAR_OP_SUM>(a, blocks, s, early);
+    case HAR_OP_PROD: return launch_one<T, HAR_OP_PROD>(a, blocks, s, early);
+    case HAR_OP_MIN: return launch_one<T, HAR_OP_MIN>(a, blocks, s, early);
+    case HAR_OP_MAX: return launch_one<T, HAR_OP_MAX>(a, blocks, s, early);
+    case HAR_OP_BAND: return launch_one<T, HAR_OP_BAND>(a, blocks, s, early);
+    case HAR_OP_BOR: return launch_one<T, HAR_OP_BOR>(a, blocks, s, early);
+    case HAR_OP_BXOR: return launch_one<T, HAR_OP_BXOR>(a, blocks, s, early);
+    case HAR_OP_LAND: return launch_one<T, HAR_OP_LAND>(a, blocks, s, early);
+    case HAR_OP_LOR: return launch_one<T, HAR_OP_LOR>(a, blocks, s, early);
+    case HAR_OP_LXOR: return launch_one<T, HAR_OP_LXOR>(a, blocks, s, early);
     }
     return (int)cudaErrorInvalidValue;
 }
 
-template <typename T, typename A> int launch_float(const A *a, int blocks, cudaStream_t s)
+template <typename T, typename A> int launch_float(const A *a, int blocks, cudaStream_t s, bool early)
 {
     switch (a->op) {
-    case HAR_OP_SUM: return launch_one<T, HAR_OP_SUM>(a, blocks, s);
-    case HAR_OP_PROD: return launch_one<T, HAR_OP_PROD>(a, blocks, s);
-    case HAR_OP_MIN: return launch_one<T, HAR_OP_MIN>(a, blocks, s);
-    case HAR_OP_MAX: return launch_one<T, HAR_OP_MAX>(a, blocks, s);
+    case HAR_OP_SUM: return launch_one<T, HAR_OP_SUM>(a, blocks, s, early);
+    case HAR_OP_PROD: return launch_one<T, HAR_OP_PROD>(a, blocks, s, early);
+    case HAR_OP_MIN: return launch_one<T, HAR_OP_MIN>(a, blocks, s, early);
+    case HAR_OP_MAX: return launch_one<T, HAR_OP_MAX>(a, blocks, s, early);
     }
     return (int)cudaErrorInvalidValue;
 }
@@ -761,16 +779,16 @@ extern "C" int har_engine_dev_blocks(size_t bytes, int max_blocks)
 }
 
 // Either kernel family, by its arguments' type.
-template <typename A> int launch_any(const A *a, int blocks, void *stream)
+template <typename A> int launch_any(const A *a, int blocks, void *stream, bool early = false)
 {
     cudaStream_t s = (cudaStream_t)stream;
     switch (a->dtype) {
-    case HAR_DT_F32: return launch_float<float>(a, blocks, s);
-    case HAR_DT_F64: return launch_float<double>(a, blocks, s);
-    case HAR_DT_I32: return launch_int<int32_t>(a, blocks, s);
-    case HAR_DT_U32: return launch_int<uint32_t>(a, blocks, s);
-    case HAR_DT_I64: return launch_int<int64_t>(a, blocks, s);
-    case HAR_DT_U64: return launch_int<uint64_t>(a, blocks, s);
+    case HAR_DT_F32: return launch_float<float>(a, blocks, s, early);
+    case HAR_DT_F64: return launch_float<double>(a, blocks, s, early);
+    case HAR_DT_I32: return launch_int<int32_t>(a, blocks, s, early);
+    case HAR_DT_U32: return launch_int<uint32_t>(a, blocks, s, early);
+    case HAR_DT_I64: return launch_int<int64_t>(a, blocks, s, early);
+    case HAR_DT_U64: return launch_int<uint64_t>(a, blocks, s, early);
     }
     return (int)cudaErrorInvalidValue;
 }
@@ -780,9 +798,22 @@ extern "C" int har_engine_dev_launch(const har_engine_dev_args_t *a, int blocks,
     return launch_any(a, blocks, stream);
 }
 
-extern "C" int har_engine_dev_push(const har_push_args_t *a, int blocks, void *stream)
+// Programmatic stream serialization: compute capability 9.0 on (the
+// current GPU's, asked once per GPU).
+static bool launches_early()
 {
-    return launch_any(a, blocks, stream);
+    static signed char known[64];  // 0 not asked, 1 yes, -1 no
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
+    if (!known[dev])
+        known[dev] = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9
+                         ? 1 : -1;
+    return known[dev] > 0;
+}
+
+extern "C" int har_engine_dev_push(const har_push_args_t *a, int blocks, void *stream, int early)
+{
+    return launch_any(a, blocks, stream, early && launches_early());
 }
 
 extern "C" int har_engine_dev_resident(const har_resident_args_t *r, int blocks, void *stream)

@@ -141,8 +141,12 @@ extern "C" {
 #endif
 /* Launches one chunk's kernel on `stream` (a cudaStream_t); 0 or a cudaError_t. */
 int har_engine_dev_launch(const har_engine_dev_args_t *a, int blocks, void *stream);
-/* Queues one push call on `stream`, `blocks` blocks; 0 or a cudaError_t. */
-int har_engine_dev_push(const har_push_args_t *a, int blocks, void *stream);
+/* Queues one push call on `stream`, `blocks` blocks; 0 or a cudaError_t.
+ * `early`: launched with programmatic stream serialization where the GPU
+ * has it (compute capability 9.0 on), so that the kernel is scheduled as
+ * the kernel before it on the stream ends, not only after; it waits for
+ * that kernel's end and memory (griddepcontrol.wait) before anything. */
+int har_engine_dev_push(const har_push_args_t *a, int blocks, void *stream, int early);
 /* Queues on `stream` a wait (one thread) until done_dev[b] >= after for
  * each of `blocks` blocks, or until *abort is set: the push call numbered
  * `after` ended, for work that is not a push kernel; 0 or a cudaError_t. */
