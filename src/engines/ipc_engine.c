@@ -829,7 +829,7 @@ static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *ca
         /* A queued call's kernel is launched early: on the application's
          * stream it mostly follows a kernel (the call before it, the
          * application's own), whose end it then meets without waiting for
-         * a launch after it. Har's own streams order their calls by events
+         * a launch after it. har's own streams order their calls by events
          * and the host, where that gains nothing. */
         int early = d->queue != d->stream && d->queue != d->started && !captured;
         st = har_cuda_status(har_engine_dev_push(&a, d->push_blocks, d->queue, early), "kernel launch");
