@@ -8,7 +8,7 @@
 env HAR_REQUIRE_PATH=host_segment $mpi 2 "$top_builddir/har-bench" --min 4 --max 1M --iters 5 --warmup 1 \
     --check --csv "$tmp/bench.csv" > "$tmp/out" 2>&1
 rc=$?
-rows=$(grep -c ',yes,yes,,,,,,,$' "$tmp/bench.csv" 2>/dev/null)  # checked, in place, blocking (no --nonblocking or --enqueue columns)
+rows=$(grep -c ',yes,yes,,,,,,,,,$' "$tmp/bench.csv" 2>/dev/null)  # checked, in place, blocking (no --nonblocking or --enqueue columns)
 # 4 B .. 1 MiB: 19 sizes, two candidates each, all checked.
 [ $rc = 0 ] && [ "$rows" = 38 ] && ! grep -q FAILED "$tmp/out"
 tap_result $? "har-bench, 2 ranks, 4 B to 1 MiB: 38 checked rows, every har call on the host segment" "$tmp/out"
@@ -16,7 +16,7 @@ tap_result $? "har-bench, 2 ranks, 4 B to 1 MiB: 38 checked rows, every har call
 env HAR_REQUIRE_PATH=host_segment $mpi 3 "$top_builddir/har-bench" --min 4 --max 1M --iters 5 --warmup 1 \
     --out-of-place --check --csv "$tmp/separate.csv" > "$tmp/out" 2>&1
 rc=$?
-rows=$(grep -c ',yes,no,,,,,,,$' "$tmp/separate.csv" 2>/dev/null)  # checked, out of place, blocking
+rows=$(grep -c ',yes,no,,,,,,,,,$' "$tmp/separate.csv" 2>/dev/null)  # checked, out of place, blocking
 [ $rc = 0 ] && [ "$rows" = 38 ] && ! grep -q FAILED "$tmp/out" && grep -q 'a send buffer each' "$tmp/out"
 tap_result $? "har-bench --out-of-place, 3 ranks, 4 B to 1 MiB: 38 checked rows, every har call on the host segment" \
     "$tmp/out"
@@ -26,8 +26,8 @@ env HAR_REQUIRE_PATH=host_segment $mpi 2 "$top_builddir/har-bench" --nonblocking
 rc=$?
 # 4 B .. 64 KiB: 15 sizes; har and mpi post and wait, each with its overlap
 # run (host work = its pure time), har_blocking as before.
-nb=$(grep -Ec '^[0-9]+,(har|mpi),.*,yes,yes,[0-9.]+,[0-9.]+,[0-9.]+,,,,$' "$tmp/nb.csv" 2>/dev/null)
-blocking=$(grep -Ec ',har_blocking,.*,host_segment\+(one|two)_shot,yes,yes,,,,,,,$' "$tmp/nb.csv" 2>/dev/null)
+nb=$(grep -Ec '^[0-9]+,(har|mpi),.*,yes,yes,[0-9.]+,[0-9.]+,[0-9.]+,,,,,,$' "$tmp/nb.csv" 2>/dev/null)
+blocking=$(grep -Ec ',har_blocking,.*,host_segment\+(one|two)_shot,yes,yes,,,,,,,,,$' "$tmp/nb.csv" 2>/dev/null)
 [ $rc = 0 ] && [ "$nb" = 30 ] && [ "$blocking" = 15 ] && ! grep -q FAILED "$tmp/out" && grep -q -- '--nonblocking' "$tmp/out"
 tap_result $? "har-bench --nonblocking, 2 ranks, 4 B to 64 KiB: 45 checked rows, overlap measured for har and mpi" \
     "$tmp/out"
