@@ -115,7 +115,6 @@ static int lookup(MPIX_Stream s, known_stream_t *out)
 static void info_string(MPI_Info info, const char *key, char *buf, int len)
 {
     int flag = 0;
-    buf[0] = '\0';
     if (info == MPI_INFO_NULL || PMPI_Info_get_string(info, key, &len, buf, &flag) != MPI_SUCCESS || !flag)
         buf[0] = '\0';
 }

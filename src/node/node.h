@@ -35,7 +35,9 @@ typedef struct har_node {
     MPI_Comm comm;                  /* the application's communicator */
 #ifdef HAR_HAVE_MPIX_STREAM
     /* MPICH: comm's MPIX_Stream where it is a stream communicator, whose
-     * requests only MPIX_Stream_progress moves (MPI_Test does not). */
+     * requests only MPIX_Stream_progress moves (MPI_Test does not). A flag
+     * beside it, not MPIX_STREAM_NULL: a node zeroed by memset (har-info's
+     * survey) must read as none, and MPICH's null stream is not 0. */
     int comm_has_stream;
     MPIX_Stream comm_stream;
 #endif
