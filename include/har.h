@@ -28,7 +28,7 @@ HAR_API const char *har_version(void);
  * per path a call can take ("seen": every MPI_Allreduce that reached har;
  * "mpi", "staged"; the engines "host_segment", "ipc", "nccl"; "one_shot",
  * "two_shot", "rails", "leader", "ring", "doubling", "inter_mpi",
- * "streamed", "push", "resident"), then two per other
+ * "streamed", "push", "ahead", "enqueued", ...), then two per other
  * collective har wraps: its calls and those staged through host memory on
  * this rank ("iallreduce", "iallreduce_staged", "allreduce_init", "bcast",
  * "ibcast", "reduce", ... "ialltoallv_staged"). A call counts on every path

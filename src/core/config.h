@@ -53,8 +53,6 @@ enum { LOCAL = 0, RANK0 = 1 };
       "largest message on device buffers on a single node whose kernels are launched with no host step before them (they wait for their peers on the GPU); larger ones first wait for every local rank on the host; the push kernels never do; 0: only they") \
     X(device_start_max, HAR_T_SIZE, "256M", RANK0, 0, 1ll << 50, NULL,                            \
       "largest MPI_Iallreduce or start of a persistent all-reduce on device buffers on a single node that har's kernels serve, launched with no host step as HAR_DEVICE_AHEAD_MAX's blocking calls are (the request completes when they end); larger ones are staged through the MPI; a rank whose buffers are not on the kernels' GPU joins on copies in GPU memory; 0: only the push kernels' sizes") \
-    X(device_resident, HAR_T_SECONDS, "0", LOCAL, 0, 1, NULL,                                  \
-      "seconds a resident grid of the push kernels waits for the next call before it ends (it serves calls posted through host memory: no kernel launch per call; the application's cudaDeviceSynchronize and cudaFree wait at most this long for it, and it holds 4 blocks of the GPU meanwhile; one per process, in the first communicator set up); 0: none, every call launches its kernel (measured faster: docs/PERFORMANCE.md)") \
     X(device_host_max, HAR_T_SIZE, "128K", RANK0, 0, 1ll << 50, NULL,                           \
       "where no tuning-table row fits, device messages across nodes of at most this size go through the host segment (one copy each way) rather than the kernels; 0: never") \
     X(device_pipeline, HAR_T_BOOL, "1", LOCAL, 0, 1, NULL,                                      \

@@ -49,7 +49,6 @@
     X(STREAMED, "streamed", "one rank per node, host buffers: the ring read the input and wrote the result as it went") \
     X(PUSH, "push", "one-shot kernels with no barrier and no host step: each rank pushed its input into every peer's memory with the call's number beside it") \
     X(AHEAD, "ahead", "device kernels launched with no host step before them: the local ranks met on the GPU (HAR_DEVICE_AHEAD_MAX, HAR_DEVICE_START_MAX for MPI_Iallreduce and MPI_Start; the push kernels always do)") \
-    X(RESIDENT, "resident", "push served by this rank's resident grid (HAR_DEVICE_RESIDENT): posted through host memory, no kernel launched") \
     X(ENQUEUED, "enqueued", "har_allreduce_enqueue: the kernels queued on the application's stream, the host not waiting for them") \
     X(CAPTURED, "captured", "enqueued into a CUDA graph the stream was capturing: counted once, when captured; every replay is a new call") \
     X(PROGRESSED, "progressed", "MPI_Iallreduce or MPI_Start across nodes: har's blocking path, moved on by the completion calls (counted when it ends)")

@@ -34,13 +34,6 @@ har_status_t har_cuda_stream_create(void **stream)
                            "cudaStreamCreate");
 }
 
-int har_cuda_legacy_idle(void)
-{
-    cudaError_t e = cudaStreamQuery(cudaStreamLegacy);
-    if (e != cudaSuccess && e != cudaErrorNotReady) cudaGetLastError();
-    return e == cudaSuccess;
-}
-
 har_status_t har_cuda_follow_legacy(void *stream, void **event)
 {
     har_status_t st = HAR_OK;

@@ -45,8 +45,6 @@ HAR_HIDDEN har_status_t har_cuda_wait_flags(void *stream, int (*done)(void *ctx)
  * cudaMemcpy from pageable memory returns before its bytes land), is
  * har_cuda_follow_legacy's. */
 HAR_HIDDEN har_status_t har_cuda_stream_create(void **stream);
-/* Is the legacy default stream idle (all work queued there so far done)? */
-HAR_HIDDEN int har_cuda_legacy_idle(void);
 /* Orders `stream` after the work queued on the legacy default stream so
  * far: an event recorded there (`*event`, made on first need) that
  * `stream` waits for. Every call, with no query first: under MPS a

@@ -28,11 +28,9 @@ typedef struct har_engine {
      * device survey (NULL before one). Devices engines find there what
      * only they can (peer access, MPS, their library). */
     har_engine_state_t (*setup)(har_node_t *node, const har_cuda_gpu_t *gpu, void **engine);
-    /* Serves one call as planned, adding to plan->paths any path it took
-     * that only the run can know (the resident push grid); on a failure
-     * after peers were involved the communicator fails for good
-     * (comm/call.h). */
-    har_status_t (*run)(void *engine, har_node_t *node, const har_call_t *call, har_plan_t *plan);
+    /* Serves one call as planned; on a failure after peers were involved
+     * the communicator fails for good (comm/call.h). */
+    har_status_t (*run)(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan);
     /* A non-blocking call (MPI_Iallreduce) whose plan goes ahead, on a rank
      * whose buffers the engine takes as they are: start queues it and
      * returns (its handle in *op); test says, without waiting, whether it

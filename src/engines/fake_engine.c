@@ -16,7 +16,7 @@ static har_engine_state_t fake_setup(har_node_t *node, const har_cuda_gpu_t *gpu
     return HAR_ENGINE_READY;
 }
 
-static har_status_t fake_run(void *engine, har_node_t *node, const har_call_t *call, har_plan_t *plan)
+static har_status_t fake_run(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan)
 {
     (void)engine; (void)plan;
     size_t bytes = call->bytes;

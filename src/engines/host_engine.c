@@ -230,7 +230,7 @@ static har_status_t two_shot(const chunk_t *c)
     return HAR_OK;
 }
 
-static har_status_t host_run(void *engine, har_node_t *node, const har_call_t *call, har_plan_t *plan)
+static har_status_t host_run(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan)
 {
     (void)engine;
     size_t elem = call->red.elem_size, chunk = har_plan_chunk_elems(plan->chunk_bytes, elem);

@@ -53,18 +53,14 @@
 
 /* What the kernels and the host tell each other in host memory: per
  * block, the record of a peer whose call differed (any kernel on one
- * node), the push kernels' last call done and the last resident
- * generation that ended; and the call posted to the resident grid, on a
- * line of its own (block 0 polls it). */
+ * node) and the push kernels' last call done. */
 typedef struct {
     uint64_t differs[4 * HAR_DEV_MAX_BLOCKS];
     uint64_t done[HAR_DEV_PUSH_BLOCKS];
-    uint64_t ended[HAR_DEV_PUSH_BLOCKS];
     /* The same for calls captured into CUDA graphs, numbered apart (their
      * done flags are stored apart only: no host wait reads them). */
     uint64_t graph_differs[4 * HAR_DEV_PUSH_BLOCKS];
     uint64_t graph_done[HAR_DEV_PUSH_BLOCKS];
-    har_resident_call_t post __attribute__((aligned(HAR_DEV_LINE)));
 } push_host_t;
 
 #define ENQ_RING 64
@@ -141,14 +137,6 @@ typedef struct ipc {
      * retires at most 30 areas. */
     char *ahead_retired[30];
     int nretired;
-    /* The resident push grid (HAR_DEVICE_RESIDENT): on a non-blocking
-     * stream of its own, so that the application's legacy default stream
-     * never waits for it; each launch a new generation (0: none yet), of
-     * the type and op it serves. */
-    cudaStream_t resident_stream;
-    har_resident_relay_t *relay;         /* device */
-    uint64_t resident_idle_ns, resident_generation;
-    int resident_dtype, resident_op;
     /* Non-blocking calls started and not yet ended (at most two: comm/
      * call.c), and the events that end barrier kernels' ones, by call
      * parity. */
@@ -167,11 +155,6 @@ typedef struct ipc {
     double enq_since;                    /* when the watch last saw a call end with calls outstanding (0: none) */
     uint64_t enq_least;                  /* the last call every block had done then */
 } ipc_t;
-
-/* The engine whose communicator holds this process's resident grid: the
- * blocks every kernel grid leaves free (safe_grid) make room for one grid
- * per rank, so a second communicator's calls are launched instead. */
-static ipc_t *_Atomic resident_owner;
 
 /* Pinned host memory on the GPU's NUMA node: the copies between them cross
  * no socket link. */
@@ -213,18 +196,6 @@ static void ipc_destroy(void *engine)
     if (d->started) cudaStreamDestroy(d->started);
     if (d->legacy_seen) cudaEventDestroy(d->legacy_seen);
     if (d->tail_end) cudaEventDestroy(d->tail_end);
-    if (d->resident_stream) {  /* a resident grid still waiting for calls ends now */
-        /* Relaunches are the grid's cost: one per call means it idles out between calls. */
-        HAR_LOG(HAR_LOG_INFO, "resident grid: %llu generation(s) launched for %llu push call(s)",
-                (unsigned long long)d->resident_generation, (unsigned long long)d->push_seq);
-        if (d->abort_host) *d->abort_host = 1;
-        cudaStreamSynchronize(d->resident_stream);
-        cudaGetLastError();
-        cudaStreamDestroy(d->resident_stream);
-    }
-    ipc_t *owner = d;
-    atomic_compare_exchange_strong(&resident_owner, &owner, NULL);
-    if (d->relay) cudaFree(d->relay);
     if (d->abort_host) cudaFreeHost((void *)d->abort_host);
     if (d->push_host) cudaFreeHost(d->push_host);
     if (d->ahead_stage) cudaFree(d->ahead_stage);
@@ -286,7 +257,7 @@ static int map_peers(ipc_t *d, const offer_t *offers, char *why, size_t why_len)
 }
 
 /* This rank's largest safe grid on its GPU (current): see har_plan_grid. */
-static int safe_grid(const har_node_t *node, const har_cuda_gpu_t *gpu, int reserved, char *why, size_t why_len)
+static int safe_grid(const har_node_t *node, const har_cuda_gpu_t *gpu, char *why, size_t why_len)
 {
     int per_sm = har_engine_dev_blocks_per_sm(), gpu_sms = 0, ctx_sms = har_cuda_context_sms();
     if (har_cuda_status(cudaDeviceGetAttribute(&gpu_sms, cudaDevAttrMultiProcessorCount, gpu->ordinal),
@@ -300,13 +271,12 @@ static int safe_grid(const har_node_t *node, const har_cuda_gpu_t *gpu, int rese
      * namespaces), whose GPUs this node cannot know. Without that count
      * (MPI initialised behind har's back), this node's ranks on the GPU. */
     int job = har_node_machine_ranks(), clients = gpu->same_gpu + (job > node->local_size ? job - node->local_size : 0);
-    /* A resident grid stays beside each rank's kernels: its blocks come off. */
-    int grid = har_plan_grid(per_sm, ctx_sms, gpu_sms, clients, HAR_DEV_MAX_BLOCKS + reserved) - reserved;
+    int grid = har_plan_grid(per_sm, ctx_sms, gpu_sms, clients, HAR_DEV_MAX_BLOCKS);
     if (grid < 1)
         snprintf(why, why_len, "%d ranks may share a GPU where %d blocks fit at once", clients, per_sm * gpu_sms);
     HAR_LOG(HAR_LOG_DEBUG, "CUDA IPC engine: %d block(s) per multiprocessor, %d of %d multiprocessors for this "
-            "context, %d rank(s) may use this GPU, %d kept for a resident grid: at most %d blocks per kernel", per_sm,
-            ctx_sms, gpu_sms, clients, reserved, grid);
+            "context, %d rank(s) may use this GPU: at most %d blocks per kernel", per_sm, ctx_sms, gpu_sms, clients,
+            grid);
     return grid;
 }
 
@@ -349,13 +319,6 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_cuda_gpu_t *gpu,
                              : 0;
         d->graph_at = HAR_DEV_FLAG_BYTES + 2 * d->push_parity;
         d->slots_at = d->graph_at + 2 * d->push_parity;
-        /* Where this rank's setting asks for a resident grid, every grid
-         * of its kernels leaves room for it, whichever of its
-         * communicators holds it (the node runs its smallest grid). */
-        int reserve = d->push_max && HAR_CFG(device_resident).d > 0 ? HAR_DEV_PUSH_BLOCKS : 0;
-        ipc_t *none = NULL;
-        if (reserve && atomic_compare_exchange_strong(&resident_owner, &none, d))
-            d->resident_idle_ns = (uint64_t)(HAR_CFG(device_resident).d * 1e9);
         size_t bytes = d->slots_at + (size_t)d->nslots * d->slot_bytes;
         uint32_t pattern[4] = {0x68617221u, (uint32_t)d->me, 0, 0};
         ok = har_cuda_enter(d->gpu, &scope) == HAR_OK &&
@@ -384,14 +347,9 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_cuda_gpu_t *gpu,
                har_cuda_status(cudaMalloc((void **)&d->done_dev, HAR_DEV_PUSH_BLOCKS * sizeof(uint64_t)),
                                "cudaMalloc (push calls done)") == HAR_OK &&
                har_cuda_status(cudaMemset(d->done_dev, 0, HAR_DEV_PUSH_BLOCKS * sizeof(uint64_t)), "cudaMemset") ==
-                   HAR_OK)) &&
-             (!d->resident_idle_ns ||
-              (har_cuda_stream_create((void **)&d->resident_stream) == HAR_OK &&
-               har_cuda_status(cudaMalloc((void **)&d->relay, sizeof *d->relay), "cudaMalloc (resident relay)") ==
-                   HAR_OK &&
-               har_cuda_status(cudaMemset(d->relay, 0, sizeof *d->relay), "cudaMemset") == HAR_OK));
+                   HAR_OK));
         if (!ok) snprintf(why, sizeof why, "a CUDA call failed (above), %zu bytes of GPU memory asked", bytes);
-        else ok = (d->max_blocks = safe_grid(node, gpu, reserve, why, sizeof why)) > 0;
+        else ok = (d->max_blocks = safe_grid(node, gpu, why, sizeof why)) > 0;
         if (ok) {
             *d->abort_host = 0;
             memset(d->push_host, 0, sizeof *d->push_host);
@@ -707,93 +665,28 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
     return st == HAR_OK && ahead ? recorded_difference(&w) : st;
 }
 
-/* Launches the next resident generation, of the given type and op; it
- * starts once every block of the last one ended. */
-static har_status_t launch_resident(ipc_t *d, int dtype, int op)
-{
-    har_resident_args_t r;
-    memset(&r, 0, sizeof r);
-    for (int k = 0; k < d->nranks; k++) r.area[k] = d->peer[k] + HAR_DEV_FLAG_BYTES;
-    r.parity_bytes = d->push_parity;
-    r.region = HAR_DEV_PUSH_REGION(d->push_max);
-    r.nranks = d->nranks;
-    r.me = d->me;
-    r.dtype = d->resident_dtype = dtype;
-    r.op = d->resident_op = op;
-    r.generation = ++d->resident_generation;
-    r.idle_ns = d->resident_idle_ns;
-    r.post = &d->push_host_dev->post;
-    r.relay = d->relay;
-    r.abort = d->abort_dev;
-    r.done = d->push_host_dev->done;
-    r.differs = d->push_host_dev->differs;
-    r.ended = d->push_host_dev->ended;
-    return har_cuda_status(har_engine_dev_resident(&r, d->push_blocks, d->resident_stream), "resident kernel launch");
-}
-
-/* Has block b of the resident generation ended (idle, another pair, or
- * stopped)? */
-static int resident_ended(const ipc_t *d, int block)
-{
-    return ((volatile const uint64_t *)d->push_host->ended)[block] == d->resident_generation;
-}
-
-/* Posts call a to the resident grid, launching a generation of its type
- * and op first where none of them runs. */
-static har_status_t post_resident(ipc_t *d, const har_push_args_t *a)
-{
-    int running = d->resident_generation > 0 && d->resident_dtype == a->dtype && d->resident_op == a->op;
-    for (int b = 0; running && b < d->push_blocks; b++) running = !resident_ended(d, b);
-    har_status_t st = running ? HAR_OK : launch_resident(d, a->dtype, a->op);
-    har_resident_call_t *post = &d->push_host->post;
-    post->in = (uintptr_t)a->in;
-    post->out = (uintptr_t)a->out;
-    post->n = a->n;
-    post->count = a->count;
-    post->sig = a->sig;
-    post->dtype = (uint32_t)a->dtype;
-    post->op = (uint32_t)a->op;
-    __atomic_store_n(&post->seq, a->seq, __ATOMIC_RELEASE);  /* the other words first */
-    return st;
-}
-
 /* A push call in flight, as the host waits for it. */
 typedef struct {
     ipc_t *d;
     uint64_t seq;
-    int resident;       /* posted to the resident grid, not launched */
 } push_wait_t;
 
-/* 1 once every block did the call (or a later one: calls end in order). If the resident grid ended before its
- * blocks all took it (block 0's last look at the post came before the
- * post), the next generation, launched here, serves it. Every block is
- * looked at: a block that ended short of the call holds up the same block
- * of every peer, and with it the blocks this rank is waiting for. */
+/* 1 once every block did the call (or a later one: calls end in order). */
 static int push_done(void *ctx)
 {
     push_wait_t *w = ctx;
     ipc_t *d = w->d;
-    int done = 1, ended_short = 0;
-    for (int b = 0; b < d->push_blocks; b++) {
-        if (((volatile const uint64_t *)d->push_host->done)[b] >= w->seq) continue;
-        done = 0;
-        ended_short |= w->resident && resident_ended(d, b);
-    }
-    if (ended_short && launch_resident(d, d->resident_dtype, d->resident_op) != HAR_OK)
-        return -(int)cudaErrorLaunchFailure;
-    if (!done) return 0;
+    for (int b = 0; b < d->push_blocks; b++)
+        if (((volatile const uint64_t *)d->push_host->done)[b] < w->seq) return 0;
     __atomic_thread_fence(__ATOMIC_ACQUIRE);  /* the records of differences after the flags */
     return 1;
 }
 
-/* Queues push call `no` (ipc_kernels.cu), its watch in *w: launched, or posted
- * to the resident grid where one may serve it (`may_post`: a blocking call
- * with HAR_DEVICE_RESIDENT, no call outstanding) and the application's
- * input has landed. `after`: the push call it waits for (follow_tail).
- * `captured`: into a CUDA graph, on the graphs' push area, numbered on the
+/* Launches push call `no` (ipc_kernels.cu), its watch in *w. `after`: the
+ * push call it waits for (follow_tail). `captured`: into a CUDA graph, on the graphs' push area, numbered on the
  * GPU at each replay (w->id is then 0). */
-static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *call, uint64_t no, int may_post,
-                                uint64_t after, int captured, call_watch_t *w, int *resident)
+static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *call, uint64_t no, uint64_t after,
+                                int captured, call_watch_t *w)
 {
     har_push_args_t a;
     memset(&a, 0, sizeof a);
@@ -820,12 +713,7 @@ static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *ca
     a.differs = captured ? d->push_host_dev->graph_differs : d->push_host_dev->differs;
     if (captured) a.counter = d->graph_counter, a.parity_bytes = d->push_parity;
     else a.done_dev = d->done_dev, a.after = after;
-    /* A launched kernel waits for the application's input on the legacy
-     * stream; a call posted to the resident grid cannot, so it is posted
-     * only where that stream is idle. */
-    *resident = may_post && d->resident_idle_ns && har_cuda_legacy_idle();
-    if (*resident) st = post_resident(d, &a);
-    else if (d->queue != d->started || (st = har_cuda_follow_legacy(d->started, (void **)&d->legacy_seen)) == HAR_OK) {
+    if (d->queue != d->started || (st = har_cuda_follow_legacy(d->started, (void **)&d->legacy_seen)) == HAR_OK) {
         /* A queued call's kernel is launched early: on the application's
          * stream it mostly follows a kernel (the call before it, the
          * application's own), whose end it then meets without waiting for
@@ -840,15 +728,14 @@ static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *ca
 
 /* One call by the push kernels. Nothing waits for the peers before the
  * launch: the kernels do, and the host waits for their flags. */
-static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call, uint64_t after, int *resident)
+static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call, uint64_t after)
 {
     call_watch_t w;
-    /* Not while calls the host has not seen end may run: the grid would not wait for their kernels. */
-    har_status_t st = launch_push(d, node, call, node->call, !d->tail, after, 0, &w, resident);
+    har_status_t st = launch_push(d, node, call, node->call, after, 0, &w);
     if (st != HAR_OK) return st;
     har_cuda_watch_t watch = {ahead_poll, stop_call, &w};
-    push_wait_t flags = {d, w.id, *resident};
-    st = har_cuda_wait_flags(*resident ? d->resident_stream : d->stream, push_done, &flags, node, &watch, "device");
+    push_wait_t flags = {d, w.id};
+    st = har_cuda_wait_flags(d->stream, push_done, &flags, node, &watch, "device");
     return st == HAR_OK ? recorded_difference(&w) : st;
 }
 
@@ -876,11 +763,10 @@ static har_status_t stage_call(ipc_t *d, const har_call_t *call, har_call_t *sta
     return st;
 }
 
-static har_status_t ipc_run(void *engine, har_node_t *node, const har_call_t *call, har_plan_t *plan)
+static har_status_t ipc_run(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan)
 {
     ipc_t *d = engine;
     har_cuda_scope_t scope;
-    int resident = 0;
     har_status_t st = har_cuda_enter(d->gpu, &scope);
     int here = call->in_kind == HAR_MEM_DEVICE && call->out_kind == HAR_MEM_DEVICE && call->gpu == d->gpu;
     har_call_t staged = *call;
@@ -889,10 +775,9 @@ static har_status_t ipc_run(void *engine, har_node_t *node, const har_call_t *ca
     int push = (plan->paths & HAR_BIT(PUSH)) != 0;
     uint64_t after;
     if (st == HAR_OK) st = follow_tail(d, push ? &after : NULL);
-    if (st == HAR_OK) st = push ? run_push(d, node, &staged, after, &resident) : run_chunks(d, node, &staged, plan);
+    if (st == HAR_OK) st = push ? run_push(d, node, &staged, after) : run_chunks(d, node, &staged, plan);
     if (st == HAR_OK) d->tail = NULL;  /* the host saw it end, and so every call before it */
     if (st == HAR_OK && !here) st = har_cuda_copy(call->out, call->out_kind, staged.out, HAR_MEM_DEVICE, call->bytes);
-    if (resident) plan->paths |= HAR_BIT(RESIDENT);
     har_cuda_leave(&scope);
     return st;
 }
@@ -920,7 +805,6 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
     o->call = *call;
     o->push = (plan->paths & HAR_BIT(PUSH)) != 0;
     har_cuda_scope_t scope;
-    int resident = 0;
     cudaEvent_t *ended = &d->op_ended[no & 1];
     har_status_t st = har_cuda_enter(d->gpu, &scope);
     /* No wait for the blocking stream: the host saw each blocking call end
@@ -931,7 +815,7 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
     if (st == HAR_OK) st = follow_tail(d, o->push ? &after : NULL);
     if (st == HAR_OK && !o->push && !*ended)
         st = har_cuda_status(cudaEventCreateWithFlags(ended, cudaEventDisableTiming), "event");
-    if (st == HAR_OK && o->push) st = launch_push(d, node, &o->call, no, 0, after, 0, &o->watch, &resident);
+    if (st == HAR_OK && o->push) st = launch_push(d, node, &o->call, no, after, 0, &o->watch);
     else if (st == HAR_OK) st = launch_chunks(d, node, &o->call, plan, no, &o->watch);
     if (st == HAR_OK && !o->push &&
         (st = har_cuda_status(cudaEventRecord(*ended, d->started), "cudaEventRecord")) != HAR_OK)
@@ -960,7 +844,7 @@ static int ipc_test(void *op, har_status_t *st)
     ipc_t *d = w->d;
     int r;
     if (o->push) {
-        push_wait_t flags = {d, w->id, 0};
+        push_wait_t flags = {d, w->id};
         r = push_done(&flags);
     } else {
         cudaError_t e = cudaEventQuery(d->op_ended[w->no & 1]);
@@ -1216,8 +1100,7 @@ static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t
                                  "copy to the GPU");
     }
     call_watch_t w;
-    int resident;
-    if (st == HAR_OK) st = launch_push(d, node, &staged, no, 0, after, captured, &w, &resident);
+    if (st == HAR_OK) st = launch_push(d, node, &staged, no, after, captured, &w);
     d->enq_node = node;
     if (st == HAR_OK && captured) {
         har_node_arrival_of(&d->graph_calls[no % ENQ_RING], call, no);

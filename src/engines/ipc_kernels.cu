@@ -324,8 +324,6 @@ __device__ __forceinline__ uint64_t *push_line(char *lines, int writer, int bloc
     return (uint64_t *)(lines + ((size_t)writer * HAR_DEV_PUSH_BLOCKS + block) * HAR_DEV_LINE);
 }
 
-__device__ __forceinline__ uint64_t load_volatile(const uint64_t *p) { return *(const volatile uint64_t *)p; }
-
 // A call's flag: its number, never zero (zero is a re-armed line).
 __device__ __forceinline__ uint32_t ll_flag(uint64_t seq) { return (uint32_t)(seq % 0xffffffffu) + 1; }
 
@@ -528,113 +526,6 @@ template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS)
     }
 }
 
-// ---- The resident push grid ----
-//
-// The same push calls, served by a grid that stays on the GPU: thread 0 of
-// block 0 polls the call the host posts in mapped host memory (relaxed
-// loads, one acquire fence once the number is new) and hands it to the
-// other blocks through device memory (the relay: the call, a fence, its
-// number), so that one block per rank, not every block, reads across PCIe
-// while idle. Each block then runs push_call as a launched kernel would.
-// Block 0 ends the grid after idle_ns without a call (the application's
-// cudaDeviceSynchronize or cudaFree waits at most that long), on a call of
-// another type or op (the next generation, of that pair, serves it) or on
-// abort, and says so in the relay; the other blocks end when they see that,
-// after one more look at the relay's number (a call relayed just before
-// the end is served first). A block stores its generation in ended[b]
-// after its last look. So a call posted after block 0's last look finds
-// ended[0] set and done short of it, and the host launches the next
-// generation, which starts once every block of this one ended and serves
-// it: no call is lost, and none is served twice (each block starts from
-// its done[b]).
-
-constexpr int CALL_WORDS = sizeof(har_resident_call_t) / 8;
-
-// Block 0's thread 0: waits for a call numbered above `last` and relays it;
-// false if the grid is to end.
-__device__ bool take_posted(const har_resident_args_t &r, uint64_t last, uint64_t *call)
-{
-    const uint64_t *post = (const uint64_t *)r.post;
-    for (uint64_t spins = 1, since = global_ns();; spins++) {
-        if (load_relaxed_sys(post) > last) {
-            acquire_fence_sys();  // the other words were written before the number
-            for (int w = 0; w < CALL_WORDS; w++) call[w] = load_volatile(post + w);
-            const har_resident_call_t *c = (const har_resident_call_t *)call;
-            if ((int)c->dtype != r.dtype || (int)c->op != r.op) return false;
-            uint64_t *relayed = (uint64_t *)&r.relay->call;
-            for (int w = 0; w < CALL_WORDS; w++) relayed[w] = call[w];
-            __threadfence();  // the call before its number
-            *(volatile uint64_t *)&r.relay->seq = c->seq;
-            return true;
-        }
-        if ((spins & 255) == 0 && (*r.abort || global_ns() - since > r.idle_ns)) return false;
-    }
-}
-
-// The other blocks' thread 0: waits for block 0 to relay a call numbered
-// above `last`; false once the grid ends.
-__device__ bool take_relayed(const har_resident_args_t &r, uint64_t last, uint64_t *call)
-{
-    for (unsigned spins = 1;; spins++) {
-        bool ending = load_volatile(&r.relay->ended) == r.generation;
-        if (ending) __threadfence();  // the last number relayed before the end is seen below
-        if (load_volatile(&r.relay->seq) > last) {
-            __threadfence();  // the call's words after its number
-            const uint64_t *relayed = (const uint64_t *)&r.relay->call;
-            for (int w = 0; w < CALL_WORDS; w++) call[w] = load_volatile(relayed + w);
-            return true;
-        }
-        if (ending || ((spins & 1023) == 0 && *r.abort)) return false;
-    }
-}
-
-template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS) resident(har_resident_args_t r)
-{
-    __shared__ uint64_t call[CALL_WORDS];
-    __shared__ int serve;
-    uint64_t last = load_volatile(&r.done[blockIdx.x]);
-    for (;;) {
-        if (threadIdx.x == 0) serve = blockIdx.x == 0 ? take_posted(r, last, call) : take_relayed(r, last, call);
-        __syncthreads();
-        if (!serve) break;
-        const har_resident_call_t *c = (const har_resident_call_t *)call;
-        har_push_args_t a;
-        const size_t parity = (c->seq & 1) * r.parity_bytes;
-        for (int k = 0; k < r.nranks; k++) {
-            a.lines[k] = r.area[k] + parity;
-            a.data[k] = a.lines[k] + HAR_DEV_PUSH_LINES;
-        }
-        a.region = r.region;
-        a.in = (const char *)c->in;
-        a.out = (char *)c->out;
-        a.n = c->n;
-        a.nranks = r.nranks;
-        a.me = r.me;
-        a.dtype = r.dtype;
-        a.op = r.op;
-        a.seq = c->seq;
-        a.count = c->count;
-        a.sig = c->sig;
-        a.abort = r.abort;
-        a.done = r.done;
-        a.differs = r.differs;
-        a.stamps = nullptr;
-        a.done_dev = nullptr;  // posted only once the host saw every call before it end
-        a.after = 0;
-        if (!push_call<T, OP>(a, a.seq, 0)) break;
-        last = a.seq;
-        __syncthreads();  // every thread is past this call's words before thread 0 takes the next
-    }
-    if (threadIdx.x == 0) {
-        if (blockIdx.x == 0) {
-            __threadfence();  // any relayed number before the end
-            *(volatile uint64_t *)&r.relay->ended = r.generation;
-        }
-        __threadfence_system();  // its last look, and its last done, before ended
-        *(volatile uint64_t *)&r.ended[blockIdx.x] = r.generation;
-    }
-}
-
 __global__ void probe(const uint4 *peer, uint4 *out) { *out = __ldcv(peer); }  // not from any cache
 
 // acc[i] = acc[i] op in[i]: a block the ring received, folded in where it is.
@@ -696,12 +587,6 @@ template <typename T, int OP> int launch_one(const har_push_args_t *a, int block
     return (int)cudaLaunchKernelEx(&cfg, push<T, OP>, *a);
 }
 
-template <typename T, int OP> int launch_one(const har_resident_args_t *r, int blocks, cudaStream_t s, bool)
-{
-    resident<T, OP><<<blocks, HAR_DEV_THREADS, 0, s>>>(*r);
-    return (int)cudaGetLastError();
-}
-
 template <typename T, typename A> int launch_int(const A *a, int blocks, cudaStream_t s, bool early)
 {
     switch (a->op) {
@@ -734,8 +619,7 @@ template <typename T, typename A> int launch_float(const A *a, int blocks, cudaS
 // the least over the instantiations listed (-1 if the runtime cannot say).
 template <typename T, int... OPS> int fewest_resident()
 {
-    const void *kernels[] = {(const void *)allreduce<T, OPS>..., (const void *)push<T, OPS>...,
-                             (const void *)resident<T, OPS>...};
+    const void *kernels[] = {(const void *)allreduce<T, OPS>..., (const void *)push<T, OPS>...};
     int least = 1 << 30;
     for (const void *k : kernels) {
         int n = 0;
@@ -814,11 +698,6 @@ static bool launches_early()
 extern "C" int har_engine_dev_push(const har_push_args_t *a, int blocks, void *stream, int early)
 {
     return launch_any(a, blocks, stream, early && launches_early());
-}
-
-extern "C" int har_engine_dev_resident(const har_resident_args_t *r, int blocks, void *stream)
-{
-    return launch_any(r, blocks, stream);
 }
 
 extern "C" int har_engine_dev_fold(void *acc, const void *in, size_t n, int dtype, int op, void *stream)

@@ -66,41 +66,6 @@ typedef struct {
     uint64_t after;
 } har_push_args_t;
 
-/* The resident push grid (HAR_DEVICE_RESIDENT): one grid per rank that
- * stays on the GPU and serves the push calls the host posts here, in
- * mapped host memory, instead of one launch per call. The host writes
- * every other word, then `seq` (the push call's number) last. */
-typedef struct {
-    uint64_t seq;
-    uint64_t in, out;                /* device addresses */
-    uint64_t n, count, sig;
-    uint32_t dtype, op;
-} har_resident_call_t;
-
-/* Device memory of the rank's own, never mapped by peers: block 0 of the
- * grid, the only one that polls host memory, hands each call to the other
- * blocks here (the call, then its number), and says here that the grid
- * ends (the generation that ends). */
-typedef struct {
-    har_resident_call_t call;
-    uint64_t seq, ended;
-} har_resident_relay_t;
-
-/* What a resident grid keeps for its life. It serves one type and op (the
- * push code inlined for that pair); a call of another pair ends it. */
-typedef struct {
-    char *area[HAR_DEV_MAX_RANKS];   /* every local rank's push area (parity 0) as mapped here */
-    size_t parity_bytes, region;     /* parity 1's area starts parity_bytes further */
-    int nranks, me, dtype, op;
-    uint64_t generation;             /* which launch this is: block b stores it in ended[b] as it ends */
-    uint64_t idle_ns;                /* block 0 ends the grid once no call came for this long */
-    const har_resident_call_t *post; /* host-mapped: the call to serve */
-    har_resident_relay_t *relay;     /* device */
-    volatile int *abort;             /* as in har_push_args_t */
-    uint64_t *done, *differs;        /* as in har_push_args_t */
-    uint64_t *ended;                 /* host-mapped, per block */
-} har_resident_args_t;
-
 /* Bytes of the (writer, block) lines at the start of each parity's push area. */
 #define HAR_DEV_PUSH_LINES ((size_t)HAR_DEV_MAX_RANKS * HAR_DEV_PUSH_BLOCKS * HAR_DEV_LINE)
 
@@ -151,12 +116,6 @@ int har_engine_dev_push(const har_push_args_t *a, int blocks, void *stream, int 
  * each of `blocks` blocks, or until *abort is set: the push call numbered
  * `after` ended, for work that is not a push kernel; 0 or a cudaError_t. */
 int har_engine_dev_wait_push(const uint64_t *done_dev, int blocks, uint64_t after, volatile int *abort, void *stream);
-/* Launches a resident push grid of `blocks` blocks on `stream` (a
- * non-blocking one); 0 or a cudaError_t. Block b serves every posted call
- * numbered above done[b] whose type and op are r->dtype and r->op, in
- * turn; the grid ends after idle_ns without a call, on a call of another
- * pair, or when the abort flag is set. */
-int har_engine_dev_resident(const har_resident_args_t *r, int blocks, void *stream);
 /* Blocks for a chunk of `bytes`, at most `max_blocks` (the grid the node
  * agreed): the same on every rank. */
 int har_engine_dev_blocks(size_t bytes, int max_blocks);

@@ -152,7 +152,7 @@ static void abort_comm(void *ctx)
     e->comm = NULL;
 }
 
-static har_status_t nccl_run(void *engine, har_node_t *node, const har_call_t *call, har_plan_t *plan)
+static har_status_t nccl_run(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan)
 {
     (void)plan;
     nccl_t *e = engine;

@@ -337,8 +337,7 @@ static int one_call(const cand_t *c, const void *in, void *buf, size_t n, double
         to_buf(buf, host_stage, n * opt.type->size);
 #ifdef HAR_BENCH_CUDA
         /* A copy from pageable memory may still be landing: it is this
-         * candidate's cost, not the next one's. (The legacy stream, not the
-         * device: har's resident grid, if any, is not this call's.) */
+         * candidate's cost, not the next one's. */
         cudaStreamSynchronize(cudaStreamLegacy);
 #endif
         return rc;

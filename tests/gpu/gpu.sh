@@ -229,26 +229,6 @@ else
         check "$np ranks under MPS, $((rounds / 2)) rounds of 2 persistent all-reduces started and completed by random calls: har's kernels serve every start" \
             env HAR_TIMEOUT=60 $mpi $np "$bin/gpu/requests_gpu" persistent --device --rounds $rounds --seed $seed --expect har:ipc
     done
-    # The resident grid (HAR_DEVICE_RESIDENT, off by default): the calls
-    # whose input has landed are posted to it, not launched. Every type and
-    # op in turn: a grid serves one pair, and each change of pair ends it and
-    # launches the next. At 20 us idle, the random delays (to 200 us) make
-    # the grids end and come back thousands of times, and some calls are
-    # posted just as block 0 takes its last look. A process holds one
-    # grid: a second communicator's calls are launched beside it.
-    resident="HAR_DEVICE_RESIDENT=0.0002"
-    for np in 3 8; do
-        check "$np ranks under MPS, $resident: the resident grids, every type and op (sampled, seed $seed)" \
-            env HAR_TIMEOUT=120 $resident $mpi $np "$prog" --device --counts 1,7,1000,8191 --sample 8 --seed $seed $ktypes --comms 1 --no-mpi-cases --input-ready --expect ipc,push,resident
-    done
-    check "8 ranks under MPS, $resident, 2 communicators: the first holds the grid, the second launches (sampled, seed $seed)" \
-        env HAR_TIMEOUT=120 $resident $mpi 8 "$prog" --device --counts 1,7,1000,8191 --sample 8 --seed $seed $ktypes --comms 2 --no-mpi-cases --input-ready --expect ipc,push
-    for idle in 0.0002 0.00002; do
-        check "stress, 4 ranks under MPS, HAR_DEVICE_RESIDENT=$idle: 100000 calls on the resident grids, every result checked" \
-            env HAR_TIMEOUT=120 HAR_DEVICE_RESIDENT=$idle $mpi 4 "$stress" --iters 100000 --small --input-ready --seed $seed --expect push --expect resident
-    done
-    check "stress, 4 ranks under MPS, $resident: input still written on the legacy default stream in 1 call in 4 (launched, not posted)" \
-        env HAR_TIMEOUT=120 $resident $mpi 4 "$stress" --iters 20000 --small --late-input --seed $seed --expect push
     check "stress, 4 ranks under MPS: input still written on the legacy default stream in 1 call in 4, every result checked" \
         env HAR_TIMEOUT=120 $mpi 4 "$stress" --iters 20000 --small --late-input --seed $seed --expect push
     check "3 ranks under MPS, another count on the last rank on the push kernels: found, no time-out" \

@@ -2,7 +2,7 @@
  * random sizes, random delays before some ranks' calls, every result
  * checked exactly (small integers in floats, so sums are exact).
  *   stress [--iters N] [--seed S] [--expect PATH]... [--refuse PATH]... [--host-first] [--hog SECONDS]
- *          [--small | --medium | --large] [--late-input] [--input-ready] [--nonblocking K]
+ *          [--small | --medium | --large] [--late-input] [--nonblocking K]
  *          [--host-buffers odd|all]
  * --expect PATH: har's counter of PATH (or of a call, "iallreduce") grew by
  * at least the calls made; --refuse PATH: it did not grow.
@@ -32,10 +32,6 @@
  * join the even ranks' kernels on copies in GPU memory; all: every rank's
  * (after the first calls, which set the communicator up for device
  * buffers); not with --late-input or --hog.
- * --input-ready: every other call's input copy is waited for (the legacy
- * default stream synchronised) before MPI_Allreduce, as a CUDA-aware MPI
- * asks, so that a resident grid may serve it; without it the copy from
- * pageable memory may still be landing, and har's stream must wait for it.
  *   stress --probe   exit 0 if a GPU is visible and this process can use it
  *                    (a context, an allocation: a broken MPS server fails
  *                    here), 77 if none is visible (1 if HAR_TEST_REQUIRE_GPU=1) */
@@ -63,7 +59,7 @@ int main(int argc, char **argv)
     long iters = 100000;
     uint64_t seed = 1;
     int expect[4], nexpect = 0, refuse[4], nrefuse = 0, host_first = 0, small = 0, medium = 0, large = 0,
-        late_input = 0, input_ready = 0, batch_max = 1, nonblocking = 0, host_odd = 0, host_all = 0;
+        late_input = 0, batch_max = 1, nonblocking = 0, host_odd = 0, host_all = 0;
     double hog = 0;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--host-first")) host_first = 1;
@@ -71,7 +67,6 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--medium")) medium = 1;
         else if (!strcmp(argv[a], "--large")) large = 1;
         else if (!strcmp(argv[a], "--late-input")) late_input = 1;
-        else if (!strcmp(argv[a], "--input-ready")) input_ready = 1;
         else if (a + 1 < argc && !strcmp(argv[a], "--hog")) hog = atof(argv[++a]);
         else if (a + 1 < argc && !strcmp(argv[a], "--nonblocking")) nonblocking = 1, batch_max = atoi(argv[++a]);
         else if (a + 1 < argc && !strcmp(argv[a], "--iters")) iters = atol(argv[++a]);
@@ -164,7 +159,6 @@ int main(int argc, char **argv)
                 late_calls++;
             } else {
                 cudaMemcpy(dev, host, (size_t)n * sizeof *host, cudaMemcpyDefault);
-                if (input_ready) cudaStreamSynchronize(cudaStreamLegacy);
             }
             if (r % 16 == 0) {
                 struct timespec ts = {0, (long)(r >> 40) % 200000};  /* up to 200 us late */
@@ -223,15 +217,13 @@ int main(int argc, char **argv)
             served = expect[k] < 0 ? 0 : (long)(after[expect[k]] - before[expect[k]]);
     for (int k = 0; k < nrefuse; k++)
         if (refuse[k] < 0 || after[refuse[k]] != before[refuse[k]]) served = 0;
-    int resident = har_counter_index("resident");
-    long totals[4] = {bad, served == iters ? 0 : 1, late_calls,
-                      resident < 0 ? 0 : (long)(after[resident] - before[resident])}, sums[4];
-    MPI_Reduce(totals, sums, 4, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);  /* not MPI_Allreduce: not under test */
-    MPI_Bcast(sums, 4, MPI_LONG, 0, MPI_COMM_WORLD);
+    long totals[3] = {bad, served == iters ? 0 : 1, late_calls}, sums[3];
+    MPI_Reduce(totals, sums, 3, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);  /* not MPI_Allreduce: not under test */
+    MPI_Bcast(sums, 3, MPI_LONG, 0, MPI_COMM_WORLD);
     if (rank == 0)
         printf("stress: %d ranks, %ld calls each (seed %llu): %ld wrong results, expected paths on every call: %s; "
-               "%ld calls with late input, %ld served by resident grids (all ranks)\n",
-               size, iters, (unsigned long long)seed, sums[0], sums[1] ? "NO" : "yes", sums[2], sums[3]);
+               "%ld calls with late input (all ranks)\n",
+               size, iters, (unsigned long long)seed, sums[0], sums[1] ? "NO" : "yes", sums[2]);
     for (int j = 0; j < batch_max; j++) {
         cudaFree(devs[j]);
         free(hosts[j]);

@@ -9,7 +9,7 @@
  *
  *   check_allreduce [--seed S] [--sample K] [--counts a,b,..] [--expect p1,p2]
  *                   [--comms N] [--no-mpi-cases] [--any-path] [--types t1,t2] [--ops o1,o2]
- *                   [--steps N] [--device [--mixed|--mixed-late|--warm] [--host-first] [--other-gpu] [--input-ready]]
+ *                   [--steps N] [--device [--mixed|--mixed-late|--warm] [--host-first] [--other-gpu]]
  *                   [--managed] [--nonblocking]
  * --sample K: about one case in K, picked by the seed, and the first case
  * always.
@@ -269,10 +269,10 @@ typedef struct { MPI_Comm comm; const char *name; uint64_t hash; } comm_t;
 /* --device: the call gets device copies of the buffers (built with
  * HAR_TEST_CUDA); with --mixed, odd world ranks keep host buffers; with
  * --managed, the copies are managed memory; with --other-gpu, they are on
- * the next GPU, not the current one; with --input-ready, the test waits for
- * its copies to land (the legacy default stream) before each call, as a
- * CUDA-aware MPI asks (else har's own stream waits for them). */
-static int use_device, mixed, managed, host_first, other_gpu, input_ready, warm;
+ * the next GPU, not the current one. The copies may still be landing (on
+ * the legacy default stream) as the call starts: har's stream waits for
+ * them. */
+static int use_device, mixed, managed, host_first, other_gpu, warm;
 
 #ifdef HAR_TEST_CUDA
 static int my_gpu = -1, ngpus;
@@ -324,8 +324,6 @@ static int allreduce(const void *in, char *out, size_t bytes, int count, MPI_Dat
         if (other_gpu) {
             cudaDeviceSynchronize();  /* har's stream waits for the current GPU's work only */
             cudaSetDevice(my_gpu);
-        } else if (input_ready) {
-            cudaStreamSynchronize(cudaStreamLegacy);
         }
         int rc = reduce_call(din ? din : MPI_IN_PLACE, dout, count, t, op, comm);
         if (other_gpu) cudaSetDevice((my_gpu + 1) % ngpus);
@@ -466,7 +464,6 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--warm")) warm = 1;
         else if (!strcmp(argv[a], "--host-first")) host_first = 1;
         else if (!strcmp(argv[a], "--other-gpu")) other_gpu = 1;
-        else if (!strcmp(argv[a], "--input-ready")) input_ready = 1;
         else if (!strcmp(argv[a], "--steps") && a + 1 < argc) expect_steps = atol(argv[++a]);
         else if (!strcmp(argv[a], "--managed")) use_device = managed = 1;
         else if (!strcmp(argv[a], "--nonblocking")) nonblocking = 1;
