@@ -99,6 +99,7 @@ typedef struct ipc {
      * destroy its stream, or begin capturing on it, before the next call. */
     cudaStream_t tail;
     uint64_t tail_push;
+    int tail_push_blocks;                /* the blocks its kernel launched */
     cudaEvent_t tail_end;
     uint64_t *done_dev;                  /* device, HAR_DEV_PUSH_BLOCKS words: har_push_args_t.done_dev */
     volatile int *abort_host;            /* pinned, mapped: kernels poll it */
@@ -143,7 +144,7 @@ typedef struct ipc {
     int open_ops;
     cudaEvent_t op_ended[2];
     /* Calls queued by har_allreduce_enqueue, which the watch thread
-     * follows: the push number of the last (0: none), the node, and the
+     * follows: the last (0: none) as ENQ_LAST packs it, the node, and the
      * last ENQ_RING calls as the arrival describes them (for a difference
      * their kernels record). */
     _Atomic uint64_t enq_last;
@@ -153,7 +154,7 @@ typedef struct ipc {
     _Atomic int watched;                 /* in the watch thread's list */
     struct ipc *watch_next;
     double enq_since;                    /* when the watch last saw a call end with calls outstanding (0: none) */
-    uint64_t enq_least;                  /* the last call every block had done then */
+    uint64_t enq_block0;                 /* the last call block 0 had done then (every call has a block 0) */
 } ipc_t;
 
 /* Pinned host memory on the GPU's NUMA node: the copies between them cross
@@ -396,7 +397,14 @@ static har_status_t tail_event(ipc_t *d)
                        : har_cuda_status(cudaEventCreateWithFlags(&d->tail_end, cudaEventDisableTiming), "event");
 }
 
-static uint64_t push_least_done(const ipc_t *d);
+/* Has every block that push call `seq` launched (`blocks`) done it? Then
+ * every call before it is done too (ipc_kernels.cu says why). */
+static int push_call_done(const ipc_t *d, uint64_t seq, int blocks)
+{
+    for (int b = 0; b < blocks; b++)
+        if (((volatile const uint64_t *)d->push_host->done)[b] < seq) return 0;
+    return 1;
+}
 
 /* Orders d->queue after the last call the host has not seen end, where
  * that call went on another stream (as if all went on one). A push
@@ -412,13 +420,13 @@ static har_status_t follow_tail(ipc_t *d, uint64_t *after)
     if (after) *after = 0;
     if (!d->tail || (d->tail == d->queue && d->queue != cudaStreamPerThread)) return HAR_OK;
     if (d->tail_push) {
-        if (push_least_done(d) >= d->tail_push) return HAR_OK;
+        if (push_call_done(d, d->tail_push, d->tail_push_blocks)) return HAR_OK;
         if (after) {
             *after = d->tail_push;
             return HAR_OK;
         }
         return har_cuda_status(
-            har_engine_dev_wait_push(d->done_dev, d->push_blocks, d->tail_push, d->abort_dev, d->queue),
+            har_engine_dev_wait_push(d->done_dev, d->tail_push_blocks, d->tail_push, d->abort_dev, d->queue),
             "kernel launch");
     }
     har_status_t st = HAR_OK;
@@ -579,6 +587,7 @@ static har_status_t recorded_difference(const call_watch_t *w)
     for (int b = 0; b < w->blocks; b++) {
         const volatile uint64_t *rec = (w->records ? w->records : w->d->push_host->differs) + 4 * b;
         if (rec[0] != w->id) continue;
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);  /* its other words, stored before its number */
         har_arrival_t mine;
         memset(&mine, 0, sizeof mine);  /* flags and device: not compared */
         har_node_arrival_of(&mine, w->call, w->no);
@@ -669,15 +678,15 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
 typedef struct {
     ipc_t *d;
     uint64_t seq;
+    int blocks;         /* the blocks its kernel launched */
 } push_wait_t;
 
-/* 1 once every block did the call (or a later one: calls end in order). */
+/* 1 once every block the call launched did it (or a later one: calls end
+ * in order). */
 static int push_done(void *ctx)
 {
     push_wait_t *w = ctx;
-    ipc_t *d = w->d;
-    for (int b = 0; b < d->push_blocks; b++)
-        if (((volatile const uint64_t *)d->push_host->done)[b] < w->seq) return 0;
+    if (!push_call_done(w->d, w->seq, w->blocks)) return 0;
     __atomic_thread_fence(__ATOMIC_ACQUIRE);  /* the records of differences after the flags */
     return 1;
 }
@@ -712,7 +721,8 @@ static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *ca
     a.done = captured ? d->push_host_dev->graph_done : d->push_host_dev->done;
     a.differs = captured ? d->push_host_dev->graph_differs : d->push_host_dev->differs;
     if (captured) a.counter = d->graph_counter, a.parity_bytes = d->push_parity;
-    else a.done_dev = d->done_dev, a.after = after;
+    else a.done_dev = d->done_dev, a.after = after, a.after_blocks = d->tail_push_blocks;
+    int grid = har_dev_push_grid(call->count, call->red.elem_size, d->push_blocks);
     if (d->queue != d->started || (st = har_cuda_follow_legacy(d->started, (void **)&d->legacy_seen)) == HAR_OK) {
         /* A queued call's kernel is launched early: on the application's
          * stream it mostly follows a kernel (the call before it, the
@@ -720,9 +730,9 @@ static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *ca
          * a launch after it. har's own streams order their calls by events
          * and the host, where that gains nothing. */
         int early = d->queue != d->stream && d->queue != d->started && !captured;
-        st = har_cuda_status(har_engine_dev_push(&a, d->push_blocks, d->queue, early), "kernel launch");
+        st = har_cuda_status(har_engine_dev_push(&a, grid, d->queue, early), "kernel launch");
     }
-    *w = (call_watch_t){d, node, call, no, seq, d->push_blocks, "push", captured ? d->push_host->graph_differs : NULL};
+    *w = (call_watch_t){d, node, call, no, seq, grid, "push", captured ? d->push_host->graph_differs : NULL};
     return st;  /* failed: never pushed, its peers wait until the caller fails the segment */
 }
 
@@ -734,7 +744,7 @@ static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call,
     har_status_t st = launch_push(d, node, call, node->call, after, 0, &w);
     if (st != HAR_OK) return st;
     har_cuda_watch_t watch = {ahead_poll, stop_call, &w};
-    push_wait_t flags = {d, w.id};
+    push_wait_t flags = {d, w.id, w.blocks};
     st = har_cuda_wait_flags(d->stream, push_done, &flags, node, &watch, "device");
     return st == HAR_OK ? recorded_difference(&w) : st;
 }
@@ -827,6 +837,7 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
     }
     d->tail = d->started;
     d->tail_push = o->push ? o->watch.id : 0;
+    d->tail_push_blocks = o->watch.blocks;
     d->open_ops++;
     *op = o;
     return HAR_OK;
@@ -844,7 +855,7 @@ static int ipc_test(void *op, har_status_t *st)
     ipc_t *d = w->d;
     int r;
     if (o->push) {
-        push_wait_t flags = {d, w->id};
+        push_wait_t flags = {d, w->id, w->blocks};
         r = push_done(&flags);
     } else {
         cudaError_t e = cudaEventQuery(d->op_ended[w->no & 1]);
@@ -893,19 +904,17 @@ static pthread_cond_t watch_wake = PTHREAD_COND_INITIALIZER;
 static ipc_t *watch_list;
 static int watch_started;
 
-/* The last call every block of d's push kernels has done. */
-static uint64_t push_least_done(const ipc_t *d)
-{
-    uint64_t least = UINT64_MAX;
-    for (int b = 0; b < d->push_blocks; b++) {
-        uint64_t done = ((volatile const uint64_t *)d->push_host->done)[b];
-        if (done < least) least = done;
-    }
-    return least;
-}
+/* The last queued push call in one word, which the watch reads in one
+ * load: its number, and the blocks its kernel launched in the low byte. */
+#define ENQ_LAST(seq, blocks) ((uint64_t)(seq) << 8 | (uint64_t)(blocks))
+_Static_assert(HAR_DEV_PUSH_BLOCKS < 256, "a push call's blocks fit ENQ_LAST's low byte");
 
 /* Has every block done d's last queued call? */
-static int enqueued_done(const ipc_t *d) { return push_least_done(d) >= atomic_load(&d->enq_last); }
+static int enqueued_done(const ipc_t *d)
+{
+    uint64_t last = atomic_load(&d->enq_last);
+    return push_call_done(d, last >> 8, (int)(last & 0xff));
+}
 
 /* The difference recorded (in `records`, NULL: push_host->differs) by
  * the kernels of call `seq`, which this rank queued as `mine` and nobody
@@ -968,14 +977,14 @@ static har_status_t graph_difference(ipc_t *d)
  * captured into graphs, 0 once neither (or once it stopped them). */
 static int watch_one(ipc_t *d)
 {
-    uint64_t least = push_least_done(d);
-    int done = least >= atomic_load(&d->enq_last);
+    uint64_t block0 = ((volatile const uint64_t *)d->push_host->done)[0];
+    int done = enqueued_done(d);
     har_status_t st = enqueued_difference(d);
     if (st == HAR_OK && d->captured) st = graph_difference(d);
     if (st == HAR_OK && !done) {
         /* HAR_TIMEOUT counts from the last call done: calls queued back to
          * back may keep some outstanding for longer than that. */
-        if (!d->enq_since || least != d->enq_least) d->enq_since = har_node_seg_now(), d->enq_least = least;
+        if (!d->enq_since || block0 != d->enq_block0) d->enq_since = har_node_seg_now(), d->enq_block0 = block0;
         st = har_node_poll_here(d->enq_node, d->enq_since, "enqueued");
     } else if (st == HAR_OK && d->captured && har_node_seg_now() - d->graph_checked > GRAPH_CHECK_EVERY) {
         /* No time-out: whether a replay runs is not known. */
@@ -1111,7 +1120,7 @@ static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t
          * the host wait for the kernel, which only the watch can stop. */
         har_node_arrival_of(&d->enq_ring[w.id % ENQ_RING].call, call, no);
         __atomic_store_n(&d->enq_ring[w.id % ENQ_RING].seq, w.id, __ATOMIC_RELEASE);  /* the description first */
-        atomic_store(&d->enq_last, w.id);
+        atomic_store(&d->enq_last, ENQ_LAST(w.id, w.blocks));
         st = watch(d);
     }
     if (st == HAR_OK && !here)
@@ -1120,6 +1129,7 @@ static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t
     if (st == HAR_OK && !captured && here) {
         d->tail = d->queue;
         d->tail_push = w.id;
+        d->tail_push_blocks = w.blocks;
     } else if (st == HAR_OK && !captured && (st = tail_event(d)) == HAR_OK &&
                (st = har_cuda_status(cudaEventRecord(d->tail_end, d->queue), "cudaEventRecord")) == HAR_OK) {
         d->tail = d->queue;

@@ -295,34 +295,47 @@ __device__ __forceinline__ uint64_t global_ns()
 // where a separate flag costs a system fence between them (1.5 us of a
 // 4-rank call under MPS, measured by tests/gpu/latency_probe.cu).
 //
-// Block b of every rank owns the same range of lines (8 bytes of the
-// vector each). Each block first writes, in every peer's area, its
-// (writer, block) header: two lines holding the call's count and
-// signature (type, op, call number). It then stores its input's lines
-// into its own region of every peer's data area. The thread of peer p
-// waits for p's header in its own memory and compares it with its own
-// call: a peer whose count or signature differs is recorded for the host
-// (a->differs) and the block writes nothing. Otherwise each thread reads
-// its lines from every peer at once, waits for the ones not there yet,
-// reduces them with its own input in rank order (every rank gets the same
-// bits) into the output, and re-arms the lines it read (zero: no call's
-// flag). A block waits for ever only if the host never sets the abort
-// flag: it does on a time-out, a dead peer or a failure heard elsewhere
-// (stream.c's waits).
+// A call launches as few blocks as give each thread one line (8 bytes of
+// the vector; har_dev_push_grid), and block b of every rank owns the same
+// range of lines where the calls agree. Each block first writes, in every
+// peer's area, its (writer, block) header: two lines holding the call's
+// count and signature (type, op, call number). It then stores its input's
+// lines into its own region of every peer's data area. The thread of peer
+// p waits for p's header in its own memory, re-arms it, and compares it
+// with its own call: a peer whose count or signature differs is recorded
+// for the host (a->differs) and the block writes nothing. Otherwise each
+// thread reads its lines from every peer at once, waits for the ones not
+// there yet, reduces them with its own input in rank order (every rank
+// gets the same bits) into the output, and re-arms the lines it read
+// (zero: no call's flag). A block waits for ever only if the host never
+// sets the abort flag: it does on a time-out, a dead peer or a failure
+// heard elsewhere (stream.c's waits). A peer whose call launched fewer
+// blocks never writes the headers this rank's further blocks wait for;
+// block 0, which every call has, records the difference, and they end on
+// its record, with no host step (a started call nobody tests yet must end
+// too).
+//
+// Each block stores the call's number in done[b] as it ends; the host
+// waits for the blocks the call launched only. The blocks past them hold
+// an older call's number, which is done too: calls on one stream end in
+// turn, and a call that follows one on another stream waits for every
+// block that call launched (`after`).
 //
 // Two areas alternate by call parity, and a writer cannot overwrite a line
 // its reader has not finished with: a rank writes call k+2 only after its
-// call k+1 ended, which needed every peer's call k+1 data, which each peer
-// pushes from a kernel queued after its call k kernel, the reader (and
-// re-armer) of call k's lines, has ended. So when call k looks, a data
-// line holds zero or call k's flag, and a header (written by every call)
-// holds call k-2's or call k's: equality is the test, and a flag never
-// comes round to an old line's value however long a line lies unused.
+// call k+1 ended, which needed every peer's call k+1 header in block 0,
+// which each peer writes from a kernel queued after its call k kernel,
+// the reader (and re-armer) of call k's lines, has ended. So when call k
+// looks, a data line or a header holds zero or call k's flag: equality is
+// the test, and a flag never comes round to an old line's value however
+// long a line lies unused.
 
 __device__ __forceinline__ uint64_t *push_line(char *lines, int writer, int block)
 {
     return (uint64_t *)(lines + ((size_t)writer * HAR_DEV_PUSH_BLOCKS + block) * HAR_DEV_LINE);
 }
+
+__device__ __forceinline__ uint64_t load_volatile(const uint64_t *p) { return *(const volatile uint64_t *)p; }
 
 // A call's flag: its number, never zero (zero is a re-armed line).
 __device__ __forceinline__ uint32_t ll_flag(uint64_t seq) { return (uint32_t)(seq % 0xffffffffu) + 1; }
@@ -390,11 +403,12 @@ __device__ __forceinline__ bool push_call(const har_push_args_t &a, const uint64
     // The lines go to as few blocks as give each thread one: a block more
     // with lines to wait for costs more than its threads save (at 256 B,
     // lines on 4 blocks rather than 2 took 0.35 us more with 4 ranks and
-    // 0.9 us with 8, on one H100 under MPS). Every block still writes and
-    // reads the headers.
-    const size_t blocks_used = min((size_t)gridDim.x, (lines + blockDim.x - 1) / blockDim.x);
+    // 0.9 us with 8, on one H100 under MPS). The grid is the call's
+    // (har_dev_push_grid), so every rank splits them alike where the calls
+    // agree; a block without lines still writes and reads the headers.
+    const int blocks_used = (int)min((size_t)gridDim.x, (lines + blockDim.x - 1) / blockDim.x);
     size_t off = 0, len = 0;
-    if (blockIdx.x < blocks_used) har_plan_shard(lines, 8, (int)blocks_used, blockIdx.x, &off, &len);
+    if ((int)blockIdx.x < blocks_used) har_plan_shard(lines, 8, blocks_used, blockIdx.x, &off, &len);
     if (threadIdx.x == 0) stop = 0, differs = 0;
     if (a.after) {
         // The call before it, on another stream: every block of it ended
@@ -403,7 +417,7 @@ __device__ __forceinline__ bool push_call(const har_push_args_t &a, const uint64
         // block reads depends on the call's size, so call k+2's block 0
         // may write lines that call k's block 3 has not read yet.
         if (threadIdx.x == 0) {
-            for (int b = 0; b < (int)gridDim.x && !stop; b++)
+            for (int b = 0; b < a.after_blocks && !stop; b++)
                 for (unsigned spins = 1; load_relaxed_sys(&a.done_dev[b]) < a.after; spins++)
                     if ((spins & 1023) == 0 && *a.abort) {
                         stop = 1;
@@ -430,24 +444,42 @@ __device__ __forceinline__ bool push_call(const har_push_args_t &a, const uint64
     PUSH_STAMP(a, 1);
     __syncthreads();  // stop and differs are zero before any thread below can set them
     if (t < a.nranks && t != a.me) {
-        const uint64_t *header = push_line(a.lines[a.me] + shift, t, blockIdx.x);
+        uint64_t *header = push_line(a.lines[a.me] + shift, t, blockIdx.x);
         uint64_t c0, c1, s0, s1;
+        bool told = false;
         for (unsigned spins = 1;; spins++) {
             ll_load(header, &c0, &c1);
             ll_load(header + 2, &s0, &s1);
-            if (ll_holds(c0, c1, flag) && ll_holds(s0, s1, flag)) break;
-            if ((spins & 1023) == 0 && (*a.abort || *(volatile int *)&stop)) {
+            if (ll_holds(c0, c1, flag) && ll_holds(s0, s1, flag)) {
+                ll_store(header, 0, 0, 0);
+                ll_store(header + 2, 0, 0, 0);
+                break;
+            }
+            if ((spins & 1023) != 0) continue;
+            if (*a.abort || *(volatile int *)&stop) {
                 stop = 1;
+                break;
+            }
+            // A peer whose call has fewer lines never writes the headers
+            // of this rank's further blocks; block 0, which always has
+            // lines, records the difference, and they end on it as if they
+            // had found it (no host step needed: a started call nobody
+            // tests yet must end too).
+            if (blockIdx.x > 0 && load_volatile(&a.differs[0]) == seq) {
+                told = true;
                 break;
             }
         }
         uint64_t count = (uint32_t)c0 | (uint64_t)(uint32_t)c1 << 32, sig = (uint32_t)s0 | (uint64_t)(uint32_t)s1 << 32;
-        if (!stop && (count != a.count || sig != a.sig) && atomicCAS(&differs, 0, 1) == 0) {
+        if (told) {
+            differs = 1;
+        } else if (!stop && (count != a.count || sig != a.sig) && atomicCAS(&differs, 0, 1) == 0) {
             volatile uint64_t *record = a.differs + 4 * blockIdx.x;  // one peer per block, one writer
             record[1] = (uint64_t)t;
             record[2] = count;
             record[3] = sig;
-            record[0] = seq;  // ordered before done by the fence below
+            __threadfence_system();  // the host may read the record while other blocks still wait
+            record[0] = seq;
         }
     }
     __syncthreads();

@@ -24,10 +24,13 @@
  * 4 bytes (ipc_kernels.cu): a region of HAR_DEV_PUSH_REGION(max) bytes holds
  * max bytes of a call's input. */
 #define HAR_DEV_PUSH_REGION(max) (2 * (size_t)(max))
-/* The push kernels' grid, at most (the node's safe grid may be smaller):
- * on one H200 under MPS, 4 ranks, 4 blocks took 20.6 us at 64 KiB where 1
- * took 26.0 and 16 took 20.9, and the same at smaller sizes. */
-#define HAR_DEV_PUSH_BLOCKS 4
+/* The push kernels' grid, at most (the node's safe grid may be smaller).
+ * A call launches only the blocks its lines need (har_dev_push_grid):
+ * one to 4 KiB, 16 at 64 KiB. A fixed grid of 8 had taken 3-6 % longer
+ * than one of 4 from 4 B to 16 KiB, blocks without lines included, and
+ * 8-15 % less at 64 KiB (one H100 under MPS, 4 and 8 ranks). */
+#define HAR_DEV_PUSH_BLOCKS 16
+#define HAR_DEV_PUSH_MIN_GRID 4
 
 /* One push call: every pointer as mapped here. */
 typedef struct {
@@ -64,7 +67,19 @@ typedef struct {
      * per call. */
     uint64_t *done_dev;
     uint64_t after;
+    int after_blocks;                /* the blocks the call numbered `after` launched */
 } har_push_args_t;
+
+/* The blocks a push call launches: as many as give each thread one line
+ * (8 bytes of the vector), at least HAR_DEV_PUSH_MIN_GRID, at most the
+ * node's push grid (every rank's the same). */
+static inline int har_dev_push_grid(size_t n, size_t elem_size, int grid)
+{
+    size_t lines = (n * elem_size + 7) / 8;
+    size_t want = (lines + HAR_DEV_THREADS - 1) / HAR_DEV_THREADS;
+    if (want < HAR_DEV_PUSH_MIN_GRID) want = HAR_DEV_PUSH_MIN_GRID;
+    return want < (size_t)grid ? (int)want : grid;
+}
 
 /* Bytes of the (writer, block) lines at the start of each parity's push area. */
 #define HAR_DEV_PUSH_LINES ((size_t)HAR_DEV_MAX_RANKS * HAR_DEV_PUSH_BLOCKS * HAR_DEV_LINE)
