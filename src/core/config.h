@@ -48,7 +48,7 @@ enum { LOCAL = 0, RANK0 = 1 };
     X(device_one_shot_max, HAR_T_SIZE, "256K", RANK0, 0, 1ll << 50, NULL,                       \
       "largest message on device buffers reduced one-shot on a single node")                    \
     X(device_push_max, HAR_T_SIZE, "64K", RANK0, 0, 4 << 20, NULL,                              \
-      "largest one-shot message on device buffers that the push kernels serve on a single node (no barrier, no host step; each rank keeps 4 x ranks x this much GPU memory for it); 0: never") \
+      "largest one-shot message on device buffers that the push kernels serve on a single node (no barrier, no host step; each rank keeps 8 x ranks x this much GPU memory for it: two areas for calls and two for calls captured into CUDA graphs, lines twice the payload); 0: never") \
     X(device_ahead_max, HAR_T_SIZE, "1M", RANK0, 0, 1ll << 50, NULL,                              \
       "largest message on device buffers on a single node whose kernels are launched with no host step before them (they wait for their peers on the GPU); larger ones first wait for every local rank on the host; the push kernels never do; 0: only they") \
     X(device_start_max, HAR_T_SIZE, "256M", RANK0, 0, 1ll << 50, NULL,                            \

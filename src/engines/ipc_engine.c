@@ -124,7 +124,7 @@ typedef struct ipc {
     double graph_checked;                /* the watch's last look at them */
     uint64_t graph_differs_seen;         /* the last difference a graph's kernels recorded that it reported */
     har_arrival_t graph_calls[ENQ_RING]; /* the captured calls, by call number */
-    int push_blocks;                     /* their grid: the same on every rank */
+    int push_blocks;                     /* their largest grid (a call launches har_dev_push_grid): the same on every rank */
     uint64_t push_seq;                   /* push calls so far; the same on every rank */
     push_host_t *push_host, *push_host_dev;  /* pinned and mapped: what the kernels tell the host */
     char *ahead_stage;                   /* device: a joining rank's input and output where its buffers are not
@@ -909,7 +909,7 @@ static int watch_started;
 #define ENQ_LAST(seq, blocks) ((uint64_t)(seq) << 8 | (uint64_t)(blocks))
 _Static_assert(HAR_DEV_PUSH_BLOCKS < 256, "a push call's blocks fit ENQ_LAST's low byte");
 
-/* Has every block done d's last queued call? */
+/* Has d's last queued call ended (every block it launched done)? */
 static int enqueued_done(const ipc_t *d)
 {
     uint64_t last = atomic_load(&d->enq_last);
