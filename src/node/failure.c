@@ -47,6 +47,15 @@ void har_node_fail(har_node_t *node, har_status_t st, int culprit, const char *s
     har_node_blame(node, st, rank, who >= 0 && node->peers ? node->peers[who].world_rank : -1, har_hostname(), step);
 }
 
+/* The whole number of the call whose number's low 32 bits are `low`: the
+ * one of those at most node->call (the calls that differ are among the
+ * few a rank has in flight). */
+static uint64_t call_number(const har_node_t *node, uint32_t low)
+{
+    uint64_t n = (node->call & ~(uint64_t)UINT32_MAX) | low;
+    return n > node->call && n > UINT32_MAX ? n - ((uint64_t)UINT32_MAX + 1) : n;
+}
+
 har_status_t har_node_calls_differ(har_node_t *node, int r0, const har_arrival_t *a0, int r1, const har_arrival_t *a1,
                                    int culprit, const char *step)
 {
@@ -56,7 +65,14 @@ har_status_t har_node_calls_differ(har_node_t *node, int r0, const har_arrival_t
              node->peers[r0].comm_rank, node->peers[r0].world_rank,
              har_host_reduce_text(a0->count, a0->type, a0->op, a0->call, t0, sizeof t0), node->peers[r1].comm_rank,
              node->peers[r1].world_rank, har_host_reduce_text(a1->count, a1->type, a1->op, a1->call, t1, sizeof t1));
+    /* Recorded as the differing call's failure, whichever call found it
+     * (a later call may find an earlier started one's record): each rank
+     * then gives that call the MPI's class for it (comm/call.c,
+     * har_comm_fail), whichever rank's record is the first. */
+    uint64_t now = node->call;
+    node->call = call_number(node, a0->call);
     har_node_fail(node, st, culprit, step);
+    node->call = now;
     return st;
 }
 
