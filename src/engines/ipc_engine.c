@@ -691,8 +691,9 @@ static int push_done(void *ctx)
     return 1;
 }
 
-/* Launches push call `no` (ipc_kernels.cu), its watch in *w. `after`: the
- * push call it waits for (follow_tail). `captured`: into a CUDA graph, on the graphs' push area, numbered on the
+/* Launches push call `no` (ipc_kernels.cu) on the blocks its lines need,
+ * its watch in *w. `after`: the push call it waits for (follow_tail).
+ * `captured`: into a CUDA graph, on the graphs' push area, numbered on the
  * GPU at each replay (w->id is then 0). */
 static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *call, uint64_t no, uint64_t after,
                                 int captured, call_watch_t *w)

@@ -460,11 +460,11 @@ __device__ __forceinline__ bool push_call(const har_push_args_t &a, const uint64
                 stop = 1;
                 break;
             }
-            // A peer whose call has fewer lines never writes the headers
-            // of this rank's further blocks; block 0, which always has
-            // lines, records the difference, and they end on it as if they
-            // had found it (no host step needed: a started call nobody
-            // tests yet must end too).
+            // A peer whose call launched fewer blocks never writes the
+            // headers of this rank's further blocks; block 0, which every
+            // call has, records the difference, and they end on it as if
+            // they had found it (no host step needed: a started call
+            // nobody tests yet must end too).
             if (blockIdx.x > 0 && load_volatile(&a.differs[0]) == seq) {
                 told = true;
                 break;
