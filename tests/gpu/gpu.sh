@@ -51,24 +51,30 @@ for what in count type op; do
         sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between ranks" "$0" && grep -q "at step push" "$0"' \
         "$tmp/o" env $share HAR_TIMEOUT=60 $mpi 2 "$bin/gpu/mismatch_gpu" $what
 done
-# 1000 ints are 500 lines, one block's; rank 1's 2000 take two blocks'
-# lines: a block with lines on one rank and none on the other must still
-# end, and the difference be found.
-check "2 ranks, another count on rank 1 that takes more of the push kernels' blocks: found, every rank told, no time-out" \
-    sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between ranks" "$0" && grep -q "at step push" "$0"' \
-    "$tmp/o" env $share HAR_TIMEOUT=60 $mpi 2 "$bin/gpu/mismatch_gpu" count --count 1000
-# The same started by MPI_Iallreduce, and a blocking call made before the
-# wait: nothing waits on the started call's kernels then, so its blocks
-# must end by themselves.
-check "2 ranks, the same by MPI_Iallreduce, a blocking call before its wait: it ends with its class, no time-out" \
-    sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "differs between ranks" "$0"' \
-    "$tmp/o" env $share HAR_TIMEOUT=60 $mpi 2 "$bin/gpu/mismatch_gpu" count --count 1000 --started
-# The same queued by har_allreduce_enqueue: no host waits for it, so the
-# kernels' blocks end by themselves, the streams drain, and the watch
-# thread finds the record.
-check "2 ranks, the same queued on a stream (har_allreduce_enqueue): the streams drain, the next call fails with the class, no time-out" \
-    sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "differs between ranks" "$0" && grep -q "at step enqueued" "$0" && [ "$(grep -c "its stream: cudaSuccess" "$0")" = 2 ]' \
-    "$tmp/o" env $share HAR_TIMEOUT=60 $mpi 2 "$bin/gpu/mismatch_gpu" count --count 1000 --enqueue
+# A call launches 4 blocks at least, one more per 512 lines from 2048
+# (har_dev_push_grid). 1000 ints are 500 lines, one block's; rank 1's 2000
+# take two blocks': a block with lines on one rank and none on the other
+# must still end, and the difference be found. 3000 ints launch 4 blocks,
+# rank 1's 6000 launch 6: its blocks 4 and 5 wait for headers rank 0
+# never writes, and must end on block 0's record of the difference.
+for run in "1000:that puts lines on more of the push kernels' blocks" "3000:whose call launches more of the push kernels' blocks"; do
+    n=${run%%:*} which=${run#*:}
+    check "2 ranks, another count on rank 1 $which: found, every rank told, no time-out" \
+        sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between ranks" "$0" && grep -q "at step push" "$0"' \
+        "$tmp/o" env $share HAR_TIMEOUT=60 $mpi 2 "$bin/gpu/mismatch_gpu" count --count $n
+    # The same started by MPI_Iallreduce, and a blocking call made before
+    # the wait: nothing waits on the started call's kernels then, so its
+    # blocks must end by themselves.
+    check "2 ranks, another count on rank 1 $which, by MPI_Iallreduce, a blocking call before its wait: it ends with its class, no time-out" \
+        sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "differs between ranks" "$0"' \
+        "$tmp/o" env $share HAR_TIMEOUT=60 $mpi 2 "$bin/gpu/mismatch_gpu" count --count $n --started
+    # The same queued by har_allreduce_enqueue: no host waits for it, so
+    # the kernels' blocks end by themselves, the streams drain, and the
+    # watch thread finds the record.
+    check "2 ranks, another count on rank 1 $which, queued on a stream (har_allreduce_enqueue): the streams drain, the next call fails with the class, no time-out" \
+        sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "differs between ranks" "$0" && grep -q "at step enqueued" "$0" && [ "$(grep -c "its stream: cudaSuccess" "$0")" = 2 ]' \
+        "$tmp/o" env $share HAR_TIMEOUT=60 $mpi 2 "$bin/gpu/mismatch_gpu" count --count $n --enqueue
+done
 # Past them to HAR_DEVICE_AHEAD_MAX (1 MiB), the barrier kernels go ahead
 # too: no rank waits for its peers on the host, and the first barrier
 # carries each call's count and signature. A differing call of those sizes
