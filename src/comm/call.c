@@ -127,7 +127,7 @@ static har_status_t compare(har_node_t *node, uint64_t no)
     for (int r = 1; r < node->local_size; r++) {
         const har_arrival_t *a = &har_node_seg_ctl(&node->seg, r)->arrival[no & 1];
         if (har_node_arrival_differs(first, a) != HAR_OK)
-            return har_node_calls_differ(node, 0, first, r, a, r, "arrival");
+            return har_node_calls_differ(node, no, 0, first, r, a, r, "arrival");
     }
     return HAR_OK;
 }

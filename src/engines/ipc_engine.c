@@ -372,7 +372,11 @@ static har_engine_state_t ipc_setup(har_node_t *node, const har_cuda_gpu_t *gpu,
         if (!ok) snprintf(why, sizeof why, "exchanging the IPC handles failed");
         for (int r = 0; ok && r < node->local_size; r++)
             if (offers[r].grid < d->max_blocks) d->max_blocks = offers[r].grid;
-        d->push_blocks = d->max_blocks < HAR_DEV_PUSH_BLOCKS ? d->max_blocks : HAR_DEV_PUSH_BLOCKS;
+        /* Half the safe grid at most: a push kernel that follows a call
+         * on another stream spins (`after`) beside that call's kernel,
+         * whose blocks must still find room. */
+        int half = d->max_blocks / 2 > 0 ? d->max_blocks / 2 : 1;
+        d->push_blocks = half < HAR_DEV_PUSH_BLOCKS ? half : HAR_DEV_PUSH_BLOCKS;
         ok = ok && map_peers(d, offers, why, sizeof why);
         ok = !har_node_failed(node) && har_node_agree(node, ok, 0, what, why, instead);
     }
@@ -593,7 +597,7 @@ static har_status_t recorded_difference(const call_watch_t *w)
         har_node_arrival_of(&mine, w->call, w->no);
         har_arrival_t theirs = recorded_call(rec, &mine);
         int peer = (int)rec[1];
-        return har_node_calls_differ(w->node, w->d->me, &mine, peer, &theirs, peer, w->step);
+        return har_node_calls_differ(w->node, w->no, w->d->me, &mine, peer, &theirs, peer, w->step);
     }
     return HAR_OK;
 }

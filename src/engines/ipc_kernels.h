@@ -24,11 +24,12 @@
  * 4 bytes (ipc_kernels.cu): a region of HAR_DEV_PUSH_REGION(max) bytes holds
  * max bytes of a call's input. */
 #define HAR_DEV_PUSH_REGION(max) (2 * (size_t)(max))
-/* The push kernels' grid, at most (the node's safe grid may be smaller).
- * A call launches only the blocks its lines need (har_dev_push_grid):
- * one to 4 KiB, 16 at 64 KiB. A fixed grid of 8 had taken 3-6 % longer
- * than one of 4 from 4 B to 16 KiB, blocks without lines included, and
- * 8-15 % less at 64 KiB (one H100 under MPS, 4 and 8 ranks). */
+/* The push kernels' grid, at most (half the node's safe grid may be
+ * smaller: ipc_engine.c). A call launches the blocks its lines need
+ * (har_dev_push_grid), 4 at least: 4 to 16 KiB, 8 at 32 KiB, 16 at
+ * 64 KiB. A fixed grid of 8 had taken 3-6 % longer than one of 4 from 4 B
+ * to 16 KiB, and 8-15 % less at 64 KiB; fewer than 4 took up to 15 %
+ * longer (one H100 under MPS, 4 and 8 ranks; DESIGN.md note 56). */
 #define HAR_DEV_PUSH_BLOCKS 16
 #define HAR_DEV_PUSH_MIN_GRID 4
 

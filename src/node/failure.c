@@ -39,25 +39,42 @@ static double timeout_of(const har_node_t *node) { return node->set ? node->set-
 
 static void record(har_node_t *node, const har_failure_t *why);
 
-void har_node_fail(har_node_t *node, har_status_t st, int culprit, const char *step)
+/* The failure of call `call` (a rank's calls are numbered alike on its
+ * node: har_comm_fail tells by the number which call a failure is
+ * about), blaming a rank named as in har_node_blame. */
+static void blame_call(har_node_t *node, uint64_t call, har_status_t st, int rank, int world_rank, const char *host,
+                       const char *step)
+{
+    har_failure_t why;
+    memset(&why, 0, sizeof why);
+    why.status = st;
+    why.culprit = rank;
+    why.culprit_world = world_rank;
+    why.reporter = node->rank;
+    why.call = call;
+    snprintf(why.step, sizeof why.step, "%s", step);
+    snprintf(why.host, sizeof why.host, "%s", host);
+    snprintf(why.detail, sizeof why.detail, "%s", har_note_take());
+    record(node, &why);
+}
+
+/* har_node_fail, of call `call`. */
+static void fail_call(har_node_t *node, uint64_t call, har_status_t st, int culprit, const char *step)
 {
     /* A time-out with no one peer to blame (a set-up exchange) names nobody. */
     int who = culprit >= 0 ? culprit : st == HAR_ERR_TIMEOUT ? -1 : node->local_rank;
     int rank = who < 0 ? -1 : node->peers ? node->peers[who].comm_rank : who == node->local_rank ? node->rank : -1;
-    har_node_blame(node, st, rank, who >= 0 && node->peers ? node->peers[who].world_rank : -1, har_hostname(), step);
+    blame_call(node, call, st, rank, who >= 0 && node->peers ? node->peers[who].world_rank : -1, har_hostname(),
+               step);
 }
 
-/* The whole number of the call whose number's low 32 bits are `low`: the
- * one of those at most node->call (the calls that differ are among the
- * few a rank has in flight). */
-static uint64_t call_number(const har_node_t *node, uint32_t low)
+void har_node_fail(har_node_t *node, har_status_t st, int culprit, const char *step)
 {
-    uint64_t n = (node->call & ~(uint64_t)UINT32_MAX) | low;
-    return n > node->call && n > UINT32_MAX ? n - ((uint64_t)UINT32_MAX + 1) : n;
+    fail_call(node, node->call, st, culprit, step);
 }
 
-har_status_t har_node_calls_differ(har_node_t *node, int r0, const har_arrival_t *a0, int r1, const har_arrival_t *a1,
-                                   int culprit, const char *step)
+har_status_t har_node_calls_differ(har_node_t *node, uint64_t no, int r0, const har_arrival_t *a0, int r1,
+                                   const har_arrival_t *a1, int culprit, const char *step)
 {
     har_status_t st = har_node_arrival_differs(a0, a1);
     char t0[96], t1[96];
@@ -65,14 +82,11 @@ har_status_t har_node_calls_differ(har_node_t *node, int r0, const har_arrival_t
              node->peers[r0].comm_rank, node->peers[r0].world_rank,
              har_host_reduce_text(a0->count, a0->type, a0->op, a0->call, t0, sizeof t0), node->peers[r1].comm_rank,
              node->peers[r1].world_rank, har_host_reduce_text(a1->count, a1->type, a1->op, a1->call, t1, sizeof t1));
-    /* Recorded as the differing call's failure, whichever call found it
-     * (a later call may find an earlier started one's record): each rank
-     * then gives that call the MPI's class for it (comm/call.c,
-     * har_comm_fail), whichever rank's record is the first. */
-    uint64_t now = node->call;
-    node->call = call_number(node, a0->call);
-    har_node_fail(node, st, culprit, step);
-    node->call = now;
+    /* Recorded as call no's failure, whichever call found it (a later call
+     * may find an earlier started one's record, and the watch of queued
+     * calls finds theirs on its own thread): each rank then gives that
+     * call the MPI's class for it (comm/call.c, har_comm_fail). */
+    fail_call(node, no, st, culprit, step);
     return st;
 }
 
@@ -96,24 +110,14 @@ har_status_t har_node_records_differ(har_node_t *node, uint64_t no, const char *
         atomic_thread_fence(memory_order_acquire);
         if (before != (uint32_t)no || __atomic_load_n(&rec->call, __ATOMIC_RELAXED) != before) continue;
         if (har_node_arrival_differs(mine, &theirs) != HAR_OK)
-            return har_node_calls_differ(node, node->local_rank, mine, r, &theirs, r, step);
+            return har_node_calls_differ(node, no, node->local_rank, mine, r, &theirs, r, step);
     }
     return HAR_OK;
 }
 
 void har_node_blame(har_node_t *node, har_status_t st, int rank, int world_rank, const char *host, const char *step)
 {
-    har_failure_t why;
-    memset(&why, 0, sizeof why);
-    why.status = st;
-    why.culprit = rank;
-    why.culprit_world = world_rank;
-    why.reporter = node->rank;
-    why.call = node->call;
-    snprintf(why.step, sizeof why.step, "%s", step);
-    snprintf(why.host, sizeof why.host, "%s", host);
-    snprintf(why.detail, sizeof why.detail, "%s", har_note_take());
-    record(node, &why);
+    blame_call(node, node->call, st, rank, world_rank, host, step);
 }
 
 static void record(har_node_t *node, const har_failure_t *why)

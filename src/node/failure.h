@@ -42,11 +42,11 @@ HAR_HIDDEN har_status_t har_node_exchange(har_node_t *node, int posted, MPI_Requ
  * for this rank itself. */
 HAR_HIDDEN void har_node_fail(har_node_t *node, har_status_t st, int culprit, const char *step);
 /* Ranks whose calls differ (count, datatype, op, or which call they are
- * in), found by local rank `r0` with record `a0` against local rank `r1`
- * with `a1`: says so with both calls, fails the node blaming local rank
- * `culprit`, and returns the class the MPI gives (HAR_ERR_TRUNCATE or
- * HAR_ERR_OP). */
-HAR_HIDDEN har_status_t har_node_calls_differ(har_node_t *node, int r0, const har_arrival_t *a0, int r1,
+ * in) at this rank's call `no`, found by local rank `r0` with record `a0`
+ * against local rank `r1` with `a1`: says so with both calls, fails the
+ * node (as call no's failure) blaming local rank `culprit`, and returns
+ * the class the MPI gives (HAR_ERR_TRUNCATE or HAR_ERR_OP). */
+HAR_HIDDEN har_status_t har_node_calls_differ(har_node_t *node, uint64_t no, int r0, const har_arrival_t *a0, int r1,
                                               const har_arrival_t *a1, int culprit, const char *step);
 /* While this rank's call `no`, gone ahead of the arrival, waits on the GPU:
  * the first local rank that has posted its record for the call (comm/call.c)
