@@ -14,6 +14,10 @@ tap_started=$(date +%s)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bin="$top_builddir/tests"
+# Stale har segments in /dev/shm, left by processes that died: what a
+# check must not leave behind. Those of jobs still running (checks run side
+# by side under make -j) are not counted.
+shm_residue() { "$top_builddir/har-info" --stale; }
 
 # HAR_TEST_PART must be K/N with 1 <= K <= N, or a run would skip every
 # check and pass.

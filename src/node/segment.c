@@ -194,10 +194,10 @@ void har_node_seg_detach(har_node_seg_t *seg)
     seg->base = NULL;
 }
 
-int har_node_seg_clean(int level)
+int har_node_seg_clean(int remove, int level)
 {
     DIR *dir = opendir("/dev/shm");
-    int removed = 0;
+    int stale = 0;
     if (!dir) return 0;
     for (struct dirent *e; (e = readdir(dir));) {
         if (strncmp(e->d_name, NAMED_PREFIX, strlen(NAMED_PREFIX)) != 0) continue;
@@ -212,13 +212,15 @@ int har_node_seg_clean(int level)
         struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
         if (fstat(fd, &st) == 0 && !(st.st_size == 0 && time(NULL) - st.st_ctime < 10) &&
             fcntl(fd, F_OFD_GETLK, &lock) == 0 && lock.l_type == F_UNLCK) {
-            shm_unlink(name);
-            removed++;
-            har_log(level, "removed /dev/shm%s (%lld bytes): a har segment left by a process that died", name,
-                    (long long)st.st_size);
+            stale++;
+            if (remove) {
+                shm_unlink(name);
+                har_log(level, "removed /dev/shm%s (%lld bytes): a har segment left by a process that died", name,
+                        (long long)st.st_size);
+            }
         }
         close(fd);
     }
     closedir(dir);
-    return removed;
+    return stale;
 }

@@ -170,10 +170,11 @@ void har_node_seg_detach(har_node_seg_t *seg);
  * `seen` is not NULL, what it had seen fail elsewhere. */
 void har_node_seg_leave(har_node_seg_t *seg, uint64_t calls, const har_failure_t *seen);
 size_t har_node_seg_bytes(int nranks, size_t slot_bytes);
-/* Removes named segments in /dev/shm whose liveness locks nobody holds
- * (left by processes that died between creating and unlinking), saying
- * what it removed at `level`; returns how many. */
-int har_node_seg_clean(int level);
+/* Named segments in /dev/shm whose liveness locks nobody holds (left by
+ * processes that died between creating and unlinking): how many there
+ * are, each removed, and said at `level`, where `remove`. Those of live
+ * jobs are not counted. */
+int har_node_seg_clean(int remove, int level);
 
 static inline har_ctl_t *har_node_seg_ctl(const har_node_seg_t *seg, int rank)
 {

@@ -302,7 +302,7 @@ static har_status_t by_name(har_node_t *node, size_t slot, int *ok)
     har_status_t st;
     memset(&offer, 0, sizeof offer);
     if (node->local_rank == 0) {
-        har_node_seg_clean(HAR_LOG_WARN);
+        har_node_seg_clean(1, HAR_LOG_WARN);
         /* Random, not only the pid: hosts made of PID namespaces may share /dev/shm. */
         if (make_name(offer.name, "/") != 0 ||
             har_node_seg_create_named(&node->seg, offer.name, node->local_size, slot) != HAR_OK)

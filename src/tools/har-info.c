@@ -7,6 +7,8 @@
  *   har-info --derive-tuning CSV... the tuning table from har-bench --tuning CSVs
  *   har-info --clean                removes segments in /dev/shm left by processes that died
  *                                   (only the named fallback can leave one)
+ *   har-info --stale                how many there are, removing none (the tests' residue
+ *                                   check, blind to live jobs' segments)
  *   har-info --topology [--json] [--measure]   the node check-up (topology.c) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,8 +259,12 @@ int main(int argc, char **argv)
     }
     if (argc > 2 && strcmp(argv[1], "--derive-tuning") == 0) return derive_tuning(argc - 2, argv + 2);
     if (argc > 1 && strcmp(argv[1], "--clean") == 0) {
-        int removed = har_node_seg_clean(HAR_LOG_WARN);
+        int removed = har_node_seg_clean(1, HAR_LOG_WARN);
         printf("har-info --clean: %d stale segment(s) removed from /dev/shm\n", removed);
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--stale") == 0) {
+        printf("%d\n", har_node_seg_clean(0, HAR_LOG_WARN));
         return 0;
     }
     int topology = argc > 1 && strcmp(argv[1], "--topology") == 0, json = 0, measure = 0;
@@ -268,7 +274,7 @@ int main(int argc, char **argv)
         else topology = 0;
     }
     if (argc > 1 && !topology) {
-        fprintf(stderr, "usage: har-info [--variables | --paths | --derive-tuning CSV... | --clean |\n"
+        fprintf(stderr, "usage: har-info [--variables | --paths | --derive-tuning CSV... | --clean | --stale |\n"
                         "                 --topology [--json] [--measure]]\n");
         return strcmp(argv[1], "--help") == 0 ? 0 : 2;
     }

@@ -31,14 +31,14 @@ if [ "$launcher_kind" = orte ]; then
 else
     only=" (the MPI ends the job; the death, the end and the residue checked)"
 fi
-shm_before=$(ls /dev/shm | grep -c '^har-')
+shm_before=$(shm_residue)
 
 # No rank of the program, and no process at all after the teardown, may be
 # left; nothing in the machine's own /dev/shm either.
 residue_ok() {  # residue_ok LOG
     ! grep -q "left running: .*$(basename "$2")" "$1" && ! grep -q "left after teardown" "$1" &&
         grep -q "^hosts-run: .* exited with status" "$1" &&
-        [ "$(ls /dev/shm | grep -c '^har-')" -le "$shm_before" ]
+        [ "$(shm_residue)" -le "$shm_before" ]
 }
 
 # A write to the dead rank's socket can cost the writer too, in Open MPI

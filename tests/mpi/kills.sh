@@ -4,13 +4,12 @@
 # of 1, where no local peer is left to tell: the death watch across nodes
 # does), without HAR_TIMEOUT: every survivor, on every node, gets an error
 # instead of a hang, naming the dead rank; har's own part of MPI_Finalize returns; and
-# nothing is left in /dev/shm. Open MPI keeps the survivors alive with
+# no stale segment is left in /dev/shm (tests/lib.sh, shm_residue). Open MPI keeps the survivors alive with
 # --enable-recovery. MPICH's Hydra ends the whole job when a rank dies, so
 # there only the residue is checked.
 . "$top_srcdir/tests/lib.sh"
 victim="$bin/mpi/victim"
-residue() { ls /dev/shm 2>/dev/null | grep -c '^har-'; }
-before=$(residue)
+before=$(shm_residue)
 # Open MPI 4.1's own MPI_Finalize sometimes waits for ever after a rank died,
 # with or without har (seen in 1 of 30 runs of a plain program): a job may
 # then end by this time limit, after har's part has finished.
@@ -57,7 +56,8 @@ kill_case() {
         "$top_builddir/har-info" --clean >> "$tmp/out" 2>&1
         grep -q "removed /dev/shm/har-.*a har segment left by a process that died" "$tmp/out" || status=1
     fi
-    [ "$(residue)" -le "$before" ] || { echo "har entries in /dev/shm: $(residue), before $before" >> "$tmp/out"; status=1; }
+    after=$(shm_residue)
+    [ "$after" -le "$before" ] || { echo "stale har entries in /dev/shm: $after, before $before" >> "$tmp/out"; status=1; }
     tap_result $status "$desc" "$tmp/out"
 }
 
@@ -68,7 +68,7 @@ kill_case "local rank 0 killed as its peers map the segment" 2:segment-shared di
 # rank 0's socket, as from another network namespace).
 env HAR_TEST_NO_SOCKET=1 HAR_NODE_SIZE=2 HAR_VERBOSE=2 $mpi 4 "$bin/mpi/check_allreduce" --counts 7,65537 \
     --types int,double --comms 2 --expect host_segment > "$tmp/out" 2>&1 &&
-    grep -q "a named one instead" "$tmp/out" && [ "$(residue)" -le "$before" ]
+    grep -q "a named one instead" "$tmp/out" && [ "$(shm_residue)" -le "$before" ]
 tap_result $? "a rank that cannot reach the socket: the node takes a named segment, which serves and leaves no name" "$tmp/out"
 stale_name=1
 kill_case "local rank 0 killed after naming the fallback segment: its stale name is cleaned" \

@@ -597,7 +597,7 @@ static void test_named(void)
     }
     snprintf(path, sizeof path, "/dev/shm%s", stale);
     if (access(path, F_OK) != 0) FAIL("the dying child's named segment is not there to clean");
-    int removed = har_node_seg_clean(HAR_LOG_INFO);
+    int removed = har_node_seg_clean(1, HAR_LOG_INFO);
     if (access(path, F_OK) == 0 || removed < 1) FAIL("har_node_seg_clean left %s (removed %d)", path, removed);
     snprintf(path, sizeof path, "/dev/shm%s", alive);
     if (access(path, F_OK) != 0) FAIL("har_node_seg_clean removed a segment whose creator lives");
