@@ -626,6 +626,8 @@ static har_status_t start_across(har_comm_t *c, const har_call_t *call, unsigned
 
 /* Tests p once; 1 once it has ended. A call that failed fails its
  * communicator for good, as a blocking call does. */
+static har_status_t fail_call(har_comm_t *c, har_status_t st, uint64_t no);
+
 static int advance(har_comm_pending_t *p)
 {
     if (atomic_load_explicit(&p->ended, memory_order_acquire)) return 1;
@@ -639,12 +641,7 @@ static int advance(har_comm_pending_t *p)
     har_comm_t *c = p->c;
     if (!atomic_load(&p->ended) && har_engines[p->engine]->test(p->op, &st)) {
         if (c->open[p->no & 1] == p) c->open[p->no & 1] = NULL;
-        if (st != HAR_OK) {
-            uint64_t now = c->node.call;
-            c->node.call = p->no;  /* the failure is this call's */
-            st = har_comm_fail(c, st);
-            c->node.call = now;
-        }
+        if (st != HAR_OK) st = fail_call(c, st, p->no);  /* the failure is this call's */
         p->st = st;
         p->c = NULL;
         atomic_store_explicit(&p->ended, 1, memory_order_release);
@@ -1025,12 +1022,14 @@ har_status_t har_comm_run(har_comm_t *c, const har_call_t *call, har_plan_t *pla
     return st;
 }
 
-har_status_t har_comm_fail(har_comm_t *c, har_status_t st)
+/* har_comm_fail for call `no`, which need not be the call in progress (a
+ * started call ending after later calls began). */
+static har_status_t fail_call(har_comm_t *c, har_status_t st, uint64_t no)
 {
     int first = c->mode != HAR_COMM_FAILED;
     if (first) {
         c->mode = HAR_COMM_FAILED;
-        if (!har_node_failed(&c->node)) har_node_fail(&c->node, st, -1, "call");
+        if (!har_node_failed(&c->node)) har_node_fail_call(&c->node, no, st, -1, "call");
         har_node_report(&c->node);
     }
     /* Ranks that stopped for another rank's differing call get, for that
@@ -1038,8 +1037,10 @@ har_status_t har_comm_fail(har_comm_t *c, har_status_t st)
      * so does the first call to fail after a differing call that no call
      * waited for (queued by har_allreduce_enqueue: the watch found it). */
     const har_failure_t *why = har_node_record(&c->node);
-    if (st == HAR_ERR_PEER_FAILED && why && (why->call == c->node.call || first) &&
+    if (st == HAR_ERR_PEER_FAILED && why && (why->call == no || first) &&
         (why->status == HAR_ERR_TRUNCATE || why->status == HAR_ERR_OP))
         return (har_status_t)why->status;
     return st;
 }
+
+har_status_t har_comm_fail(har_comm_t *c, har_status_t st) { return fail_call(c, st, c->node.call); }

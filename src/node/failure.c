@@ -58,8 +58,7 @@ static void blame_call(har_node_t *node, uint64_t call, har_status_t st, int ran
     record(node, &why);
 }
 
-/* har_node_fail, of call `call`. */
-static void fail_call(har_node_t *node, uint64_t call, har_status_t st, int culprit, const char *step)
+void har_node_fail_call(har_node_t *node, uint64_t call, har_status_t st, int culprit, const char *step)
 {
     /* A time-out with no one peer to blame (a set-up exchange) names nobody. */
     int who = culprit >= 0 ? culprit : st == HAR_ERR_TIMEOUT ? -1 : node->local_rank;
@@ -70,7 +69,7 @@ static void fail_call(har_node_t *node, uint64_t call, har_status_t st, int culp
 
 void har_node_fail(har_node_t *node, har_status_t st, int culprit, const char *step)
 {
-    fail_call(node, node->call, st, culprit, step);
+    har_node_fail_call(node, node->call, st, culprit, step);
 }
 
 har_status_t har_node_calls_differ(har_node_t *node, uint64_t no, int r0, const har_arrival_t *a0, int r1,
@@ -86,7 +85,7 @@ har_status_t har_node_calls_differ(har_node_t *node, uint64_t no, int r0, const 
      * may find an earlier started one's record, and the watch of queued
      * calls finds theirs on its own thread): each rank then gives that
      * call the MPI's class for it (comm/call.c, har_comm_fail). */
-    fail_call(node, no, st, culprit, step);
+    har_node_fail_call(node, no, st, culprit, step);
     return st;
 }
 

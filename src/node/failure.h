@@ -41,6 +41,10 @@ HAR_HIDDEN har_status_t har_node_exchange(har_node_t *node, int posted, MPI_Requ
  * record wins) unless one is already. `culprit`: local rank at fault, or -1
  * for this rank itself. */
 HAR_HIDDEN void har_node_fail(har_node_t *node, har_status_t st, int culprit, const char *step);
+/* The same, recorded as the failure of call `call` rather than of the call
+ * in progress (a started call ending, a difference found by a later call):
+ * har_comm_fail tells by the number which call a failure is about. */
+HAR_HIDDEN void har_node_fail_call(har_node_t *node, uint64_t call, har_status_t st, int culprit, const char *step);
 /* Ranks whose calls differ (count, datatype, op, or which call they are
  * in) at this rank's call `no`, found by local rank `r0` with record `a0`
  * against local rank `r1` with `a1`: says so with both calls, fails the
