@@ -45,12 +45,21 @@ har_status_t har_cuda_follow_legacy(void *stream, void **event)
                         : st;
 }
 
+/* How often a wait looks past its own condition: a faulted kernel (the
+ * stream), the node (dead peers, HAR_TIMEOUT) and the call's watch. Not on
+ * every pass past the spins: where ranks share a GPU under MPS, the server
+ * answers cudaStreamQuery for one rank at a time (4.5 us a query with 4
+ * ranks, 8.5 with 8: DESIGN.md note 57), and the peers' launches wait
+ * behind it, so a query in a call that outlasts the spins slows the
+ * call it waits for (DESIGN.md note 69). */
+#define WAIT_CHECK_EVERY 1e-3
+
 /* Waits until `done` says so (1; a negative cudaError_t fails). Spins
  * first: the common case ends within microseconds. */
 static har_status_t wait_until(int (*done)(void *ctx), void *ctx, cudaStream_t s, har_node_t *node,
                                const har_cuda_watch_t *watch, const char *step)
 {
-    double started = har_node_seg_now();
+    double started = har_node_seg_now(), checked = started;
     int fiber = har_fiber_inside();  /* gives the thread back at once (core/fiber.h) */
     for (unsigned long i = 0;; i++) {
         int r = done(ctx);
@@ -59,7 +68,10 @@ static har_status_t wait_until(int (*done)(void *ctx), void *ctx, cudaStream_t s
         if (i < 4096 && !fiber) continue;
         struct timespec nap = {0, 20000};  /* in a fiber: the core goes to the peers after HAR_FIBER_PASSES */
         har_fiber_pause(fiber && i >= HAR_FIBER_PASSES ? &nap : NULL);
-        if (i % (fiber ? HAR_FIBER_PASSES : 256) || i == 0) continue;
+        if (i % (fiber ? HAR_FIBER_PASSES : 256)) continue;
+        double now = har_node_seg_now();
+        if (now - checked < WAIT_CHECK_EVERY) continue;
+        checked = now;
         /* A kernel that faulted never writes its flags: the stream says so. */
         cudaError_t e = cudaStreamQuery(s);
         if (e != cudaSuccess && e != cudaErrorNotReady) return har_cuda_status(e, step);
