@@ -316,12 +316,11 @@ __device__ __forceinline__ uint64_t global_ns()
 // lines into its own region of every peer's data area. The thread of peer
 // p waits for p's header in its own memory, re-arms it, and compares it
 // with its own call: a peer whose count or signature differs is recorded
-// for the host (a->differs) and the block writes nothing. Meanwhile each
-// thread waits for its first line from every peer (the lines come with
-// the headers: one wait for both, not one after the other), loading
-// every peer's at once. Where no header differs, it reduces them with its
-// own input in rank order (every rank gets the same bits) into the
-// output, and re-arms the lines it read (zero: no call's flag). A block waits for ever only if the host never
+// for the host (a->differs) and the block writes nothing. Otherwise each
+// thread reads its lines from every peer at once, waits for the ones not
+// there yet, reduces them with its own input in rank order (every rank
+// gets the same bits) into the output, and re-arms the lines it read
+// (zero: no call's flag). A block waits for ever only if the host never
 // sets the abort flag: it does on a time-out, a dead peer or a failure
 // heard elsewhere (stream.c's waits). A peer whose call launched fewer
 // blocks never writes the headers this rank's further blocks wait for;
@@ -391,34 +390,6 @@ template <typename T> __device__ __forceinline__ void ll_elements(const uint32_t
         memcpy(&e[0], &w[0], 4);
         memcpy(&e[1], &w[1], 4);
     }
-}
-
-// Line i of writer r in this rank's data area.
-__device__ __forceinline__ uint64_t *push_data_line(const har_push_args_t &a, size_t shift, int r, size_t i)
-{
-    return (uint64_t *)(a.data[a.me] + shift + (size_t)r * a.region) + 2 * i;
-}
-
-// Waits until line i of every peer holds the call's flag, into x[peer];
-// false if it stopped first: the host asked (then *stop is set), or the
-// block stopped or found the call differs (whose lines may never come).
-__device__ __forceinline__ bool push_wait_line(const har_push_args_t &a, size_t shift, size_t i, uint32_t flag,
-                                               uint64_t (*x)[2], volatile int *stop, volatile int *differs)
-{
-    unsigned missing = ((1u << a.nranks) - 1) & ~(1u << a.me);
-    for (unsigned spins = 1; missing; spins++) {
-        // Every missing peer's line is loaded before any is looked at: one round trip, not one per peer.
-#pragma unroll
-        for (int r = 0; r < HAR_DEV_MAX_RANKS; r++)
-            if (missing >> r & 1) ll_load(push_data_line(a, shift, r, i), &x[r][0], &x[r][1]);
-#pragma unroll
-        for (int r = 0; r < HAR_DEV_MAX_RANKS; r++)
-            if ((missing >> r & 1) && ll_holds(x[r][0], x[r][1], flag)) missing &= ~(1u << r);
-        if (!missing || (spins & 1023) != 0) continue;
-        if (*a.abort) *stop = 1;
-        if (*stop || *differs) return false;
-    }
-    return true;
 }
 
 // Block 0's thread 0 notes the global timer at the protocol's steps where
@@ -524,35 +495,46 @@ __device__ __forceinline__ bool push_call(const har_push_args_t &a, const uint64
             record[0] = seq;
         }
     }
-    // Meanwhile every thread waits for its first line from every peer:
-    // the lines come with the headers, so the wait for both is one.
-    uint64_t x[HAR_DEV_MAX_RANKS][2];
-    size_t i = off + t;
-    bool have = i < off + len && push_wait_line(a, shift, i, flag, x, &stop, &differs);
     __syncthreads();
     PUSH_STAMP(a, 2);
     if (stop) return false;
-    // A differing call writes nothing: its lines may never all come.
-    for (; !differs && i < off + len; i += blockDim.x, have = false) {
-        if (!have && !push_wait_line(a, shift, i, flag, x, &stop, &differs)) break;
-        T acc[E];
+    if (!differs) {
+        for (size_t i = off + t; i < off + len && !*(volatile int *)&stop; i += blockDim.x) {
+            uint64_t x[HAR_DEV_MAX_RANKS][2];
+            unsigned missing = ((1u << a.nranks) - 1) & ~(1u << a.me);
+            for (unsigned spins = 1; missing; spins++) {
+                // Every missing peer's line is loaded before any is looked at: one round trip, not one per peer.
 #pragma unroll
-        for (int r = 0; r < HAR_DEV_MAX_RANKS; r++) {
-            if (r >= a.nranks) break;
-            uint32_t w[2];
-            if (r == a.me) ll_payload<T>(a.in, a.n, i, w);
-            else w[0] = (uint32_t)x[r][0], w[1] = (uint32_t)x[r][1];
-            T e[E];
-            ll_elements<T>(w, e);
+                for (int r = 0; r < HAR_DEV_MAX_RANKS; r++)
+                    if (missing >> r & 1) ll_load((const uint64_t *)(a.data[a.me] + shift + (size_t)r * a.region) + 2 * i, &x[r][0], &x[r][1]);
 #pragma unroll
-            for (int k = 0; k < E; k++) acc[k] = r == 0 ? e[k] : apply<T, OP>(acc[k], e[k]);
+                for (int r = 0; r < HAR_DEV_MAX_RANKS; r++)
+                    if ((missing >> r & 1) && ll_holds(x[r][0], x[r][1], flag)) missing &= ~(1u << r);
+                if (missing && (spins & 1023) == 0 && (*a.abort || *(volatile int *)&stop)) {
+                    stop = 1;
+                    break;
+                }
+            }
+            if (missing) break;
+            T acc[E];
+#pragma unroll
+            for (int r = 0; r < HAR_DEV_MAX_RANKS; r++) {
+                if (r >= a.nranks) break;
+                uint32_t w[2];
+                if (r == a.me) ll_payload<T>(a.in, a.n, i, w);
+                else w[0] = (uint32_t)x[r][0], w[1] = (uint32_t)x[r][1];
+                T e[E];
+                ll_elements<T>(w, e);
+#pragma unroll
+                for (int k = 0; k < E; k++) acc[k] = r == 0 ? e[k] : apply<T, OP>(acc[k], e[k]);
+            }
+#pragma unroll
+            for (int k = 0; k < E; k++)
+                if (i * E + k < a.n) ((T *)a.out)[i * E + k] = acc[k];
+#pragma unroll
+            for (int r = 0; r < HAR_DEV_MAX_RANKS; r++)
+                if (r < a.nranks && r != a.me) ll_store((uint64_t *)(a.data[a.me] + shift + (size_t)r * a.region) + 2 * i, 0, 0, 0);
         }
-#pragma unroll
-        for (int k = 0; k < E; k++)
-            if (i * E + k < a.n) ((T *)a.out)[i * E + k] = acc[k];
-#pragma unroll
-        for (int r = 0; r < HAR_DEV_MAX_RANKS; r++)
-            if (r < a.nranks && r != a.me) ll_store(push_data_line(a, shift, r, i), 0, 0, 0);
     }
     __syncthreads();
     PUSH_STAMP(a, 3);
