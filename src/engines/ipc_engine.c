@@ -696,7 +696,7 @@ static int chunks_done(void *ctx)
 /* A blocking call on the barrier kernels. On one node the host waits for
  * the words the last kernel's blocks store, not for the stream: a query
  * of the stream goes through the MPS server where ranks share a GPU, and
- * costs as much as a launch there (note 57). */
+ * costs as much as a launch there (DESIGN.md note 69). */
 static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *call, const har_plan_t *plan)
 {
     call_watch_t w;
