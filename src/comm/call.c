@@ -624,10 +624,10 @@ static har_status_t start_across(har_comm_t *c, const har_call_t *call, unsigned
     return HAR_OK;
 }
 
-/* Tests p once; 1 once it has ended. A call that failed fails its
- * communicator for good, as a blocking call does. */
 static har_status_t fail_call(har_comm_t *c, har_status_t st, uint64_t no);
 
+/* Tests p once; 1 once it has ended. A call that failed fails its
+ * communicator for good, as a blocking call does. */
 static int advance(har_comm_pending_t *p)
 {
     if (atomic_load_explicit(&p->ended, memory_order_acquire)) return 1;
