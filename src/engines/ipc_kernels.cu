@@ -379,6 +379,12 @@ template <typename T> __device__ __forceinline__ void ll_elements(const uint32_t
     }
 }
 
+// Line i of writer r in this rank's data area.
+__device__ __forceinline__ uint64_t *push_data_line(const har_push_args_t &a, size_t shift, int r, size_t i)
+{
+    return (uint64_t *)(a.data[a.me] + shift + (size_t)r * a.region) + 2 * i;
+}
+
 // Block 0's thread 0 notes the global timer at the protocol's steps where
 // a.stamps is set (tests/gpu/latency_probe.cu times them).
 #define PUSH_STAMP(a, k)                                                                            \
@@ -493,7 +499,7 @@ __device__ __forceinline__ bool push_call(const har_push_args_t &a, const uint64
                 // Every missing peer's line is loaded before any is looked at: one round trip, not one per peer.
 #pragma unroll
                 for (int r = 0; r < HAR_DEV_MAX_RANKS; r++)
-                    if (missing >> r & 1) ll_load((const uint64_t *)(a.data[a.me] + shift + (size_t)r * a.region) + 2 * i, &x[r][0], &x[r][1]);
+                    if (missing >> r & 1) ll_load(push_data_line(a, shift, r, i), &x[r][0], &x[r][1]);
 #pragma unroll
                 for (int r = 0; r < HAR_DEV_MAX_RANKS; r++)
                     if ((missing >> r & 1) && ll_holds(x[r][0], x[r][1], flag)) missing &= ~(1u << r);
@@ -520,7 +526,7 @@ __device__ __forceinline__ bool push_call(const har_push_args_t &a, const uint64
                 if (i * E + k < a.n) ((T *)a.out)[i * E + k] = acc[k];
 #pragma unroll
             for (int r = 0; r < HAR_DEV_MAX_RANKS; r++)
-                if (r < a.nranks && r != a.me) ll_store((uint64_t *)(a.data[a.me] + shift + (size_t)r * a.region) + 2 * i, 0, 0, 0);
+                if (r < a.nranks && r != a.me) ll_store(push_data_line(a, shift, r, i), 0, 0, 0);
         }
     }
     __syncthreads();
