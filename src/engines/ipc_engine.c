@@ -53,10 +53,12 @@
 
 /* What the kernels and the host tell each other in host memory: per
  * block, the record of a peer whose call differed (any kernel on one
- * node) and the push kernels' last call done. */
+ * node), the push kernels' last call done and the barrier kernels' last
+ * blocking call ended on one node. */
 typedef struct {
     uint64_t differs[4 * HAR_DEV_MAX_BLOCKS];
     uint64_t done[HAR_DEV_PUSH_BLOCKS];
+    uint64_t chunks_done[HAR_DEV_MAX_BLOCKS];  /* the barrier kernels' blocks, on one node: the last epoch + 1 each ended */
     /* The same for calls captured into CUDA graphs, numbered apart (their
      * done flags are stored apart only: no host wait reads them). */
     uint64_t graph_differs[4 * HAR_DEV_PUSH_BLOCKS];
@@ -110,6 +112,8 @@ typedef struct ipc {
     cudaStream_t fold;                   /* where the transport's reductions of device blocks run */
     int dtype, op;                       /* the call in progress, for them */
     uint64_t epoch;                      /* device barriers used; the same on every rank */
+    uint64_t launched_epoch;             /* the last barrier kernel's epoch, and its grid */
+    int launched_blocks;
     unsigned seq;                        /* chunks so far: which slot is next; the same on every rank */
     size_t slots_at;                     /* where the data slots start in a segment */
     /* The push kernels (ipc_kernels.cu): their area in every segment, per call
@@ -459,10 +463,10 @@ static void next_chunk(ipc_t *d, const har_call_t *call, size_t chunk, size_t do
 static har_status_t launch(ipc_t *d, har_engine_dev_args_t *a, int phase)
 {
     a->phase = phase;
-    a->epoch = phase == HAR_DEV_GATHER ? d->epoch - 1 : d->epoch;
+    a->epoch = d->launched_epoch = phase == HAR_DEV_GATHER ? d->epoch - 1 : d->epoch;
     d->epoch += phase == HAR_DEV_WHOLE ? 2 : 1;
-    return har_cuda_status(har_engine_dev_launch(a, har_engine_dev_blocks(a->n * a->elem, d->max_blocks), d->queue),
-                           "kernel launch");
+    d->launched_blocks = har_engine_dev_blocks(a->n * a->elem, d->max_blocks);
+    return har_cuda_status(har_engine_dev_launch(a, d->launched_blocks, d->queue), "kernel launch");
 }
 
 /* This rank's shard of a chunk, on the device. */
@@ -631,9 +635,10 @@ static void stop_failed(ipc_t *d)
     cudaGetLastError();
 }
 
-/* Queues the barrier kernels of call `no` on one node, its watch in *w. */
+/* Queues the barrier kernels of call `no`, its watch in *w. `tell`: on
+ * one node, the last chunk's blocks store their end in chunks_done. */
 static har_status_t launch_chunks(ipc_t *d, har_node_t *node, const har_call_t *call, const har_plan_t *plan,
-                                  uint64_t no, call_watch_t *w)
+                                  uint64_t no, int tell, call_watch_t *w)
 {
     *w = (call_watch_t){d, node, call, no, BARRIER_CALL_ID(d->epoch), d->max_blocks, "ahead", NULL};
     har_engine_dev_args_t a;
@@ -661,6 +666,7 @@ static har_status_t launch_chunks(ipc_t *d, har_node_t *node, const har_call_t *
         /* One node: chunks queue up back to back. */
         for (size_t done = 0; done < call->count && st == HAR_OK; done += a.n) {
             next_chunk(d, call, chunk, done, &a);
+            a.done = tell && done + a.n == call->count ? d->push_host_dev->chunks_done : NULL;
             st = launch(d, &a, HAR_DEV_WHOLE);
         }
     }
@@ -668,13 +674,39 @@ static har_status_t launch_chunks(ipc_t *d, har_node_t *node, const har_call_t *
     return st;
 }
 
+/* The barrier kernels' last blocking call on one node, as the host waits for it. */
+typedef struct {
+    const ipc_t *d;
+    uint64_t epoch;
+    int blocks;
+} chunks_wait_t;
+
+/* 1 once every block of the call's last kernel told its end. A block
+ * that stopped (a difference, the abort flag) never does: the wait's
+ * checks find why. */
+static int chunks_done(void *ctx)
+{
+    const chunks_wait_t *w = ctx;
+    for (int b = 0; b < w->blocks; b++)
+        if (((volatile const uint64_t *)w->d->push_host->chunks_done)[b] <= w->epoch) return 0;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return 1;
+}
+
+/* A blocking call on the barrier kernels. On one node the host waits for
+ * the words the last kernel's blocks store, not for the stream: a query
+ * of the stream goes through the MPS server where ranks share a GPU, and
+ * costs as much as a launch there (DESIGN.md note 69). */
 static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *call, const har_plan_t *plan)
 {
     call_watch_t w;
-    int ahead = (plan->paths & HAR_BIT(AHEAD)) != 0;
+    int ahead = (plan->paths & HAR_BIT(AHEAD)) != 0, tell = node->nnodes == 1;
     har_cuda_watch_t watch = {ahead ? ahead_poll : NULL, stop_call, &w};
-    har_status_t st = launch_chunks(d, node, call, plan, node->call, &w);
-    if (st == HAR_OK) st = har_cuda_wait(d->stream, node, &watch, "device");
+    har_status_t st = launch_chunks(d, node, call, plan, node->call, tell, &w);
+    chunks_wait_t ended = {d, d->launched_epoch, d->launched_blocks};
+    if (st == HAR_OK)
+        st = tell ? har_cuda_wait_flags(d->stream, chunks_done, &ended, node, &watch, "device")
+                  : har_cuda_wait(d->stream, node, &watch, "device");
     return st == HAR_OK && ahead ? recorded_difference(&w) : st;
 }
 
@@ -831,7 +863,7 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
     if (st == HAR_OK && !o->push && !*ended)
         st = har_cuda_status(cudaEventCreateWithFlags(ended, cudaEventDisableTiming), "event");
     if (st == HAR_OK && o->push) st = launch_push(d, node, &o->call, no, after, 0, &o->watch);
-    else if (st == HAR_OK) st = launch_chunks(d, node, &o->call, plan, no, &o->watch);
+    else if (st == HAR_OK) st = launch_chunks(d, node, &o->call, plan, no, 0, &o->watch);
     if (st == HAR_OK && !o->push &&
         (st = har_cuda_status(cudaEventRecord(*ended, d->started), "cudaEventRecord")) != HAR_OK)
         stop_failed(d);

@@ -250,6 +250,17 @@ template <typename T> __device__ void copy_range(char *dst, const char *src, siz
     for (size_t i = done + threadIdx.x; i < len; i += blockDim.x) ((T *)dst)[off + i] = ((const T *)src)[off + i];
 }
 
+// A block's end told to the host (har_engine_dev_args_t.done), after its output.
+__device__ __forceinline__ void tell_ended(const har_engine_dev_args_t &a)
+{
+    if (!a.done) return;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence_system();
+        *(volatile uint64_t *)&a.done[blockIdx.x] = a.epoch + 1;
+    }
+}
+
 template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS) allreduce(har_engine_dev_args_t a)
 {
     const int shards = a.one_shot ? 1 : a.nranks;
@@ -264,6 +275,7 @@ template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS)
         if (a.one_shot) {
             block_range(a, 1, 0, &off, &len);
             reduce_range<T, OP>(a.out, a.slot, a.nranks, off, len, vec);
+            tell_ended(a);
             return;
         }
         block_range(a, shards, a.me, &off, &len);
@@ -275,6 +287,7 @@ template <typename T, int OP> __global__ void __launch_bounds__(HAR_DEV_THREADS)
         block_range(a, shards, s, &off, &len);
         copy_range<T>(a.out, a.slot[s], off, len, vec);
     }
+    tell_ended(a);
 }
 
 __device__ __forceinline__ uint64_t global_ns()

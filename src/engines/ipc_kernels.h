@@ -115,6 +115,10 @@ typedef struct {
      * rank, its count, its signature}). */
     uint64_t count, sig, call_id;
     uint64_t *differs;
+    /* Set on a call's last chunk on one node: each block stores epoch + 1
+     * there (host-mapped, a word per block) as it ends, after its output,
+     * and the host waits for those words rather than asking the stream. */
+    uint64_t *done;
 } har_engine_dev_args_t;
 
 #ifdef __cplusplus
