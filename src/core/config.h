@@ -30,7 +30,7 @@ enum { LOCAL = 0, RANK0 = 1 };
     X(mpi_cuda_reduce, HAR_T_ENUM, "auto", LOCAL, 0, 0, "auto,0,1",                             \
       "auto, 0 or 1: can the MPI's own MPI_Allreduce and other blocking collectives take device memory (auto: yes where the MPI moves it)") \
     X(mpi_cuda_nonblocking, HAR_T_ENUM, "auto", LOCAL, 0, 0, "auto,0,1",                        \
-      "auto, 0 or 1: can the MPI's non-blocking and persistent collectives take device memory (auto: only where MPI 4.1's memory kinds say so; CUDA-aware Open MPI 4.1 crashes on it in MPI_Iallreduce)") \
+      "auto, 0 or 1: can the MPI's non-blocking and persistent collectives take device memory (auto: only where MPI 4.1's memory kinds say so; CUDA-aware Open MPI 4.1 crashes on it in MPI_Iallreduce); where they can, HAR_INTER=mpi hands device data to the MPI as it is") \
     X(node_size, HAR_T_INT, "0", RANK0, 0, 1 << 20, NULL,                                       \
       "k>0 splits each node into pretend nodes of k ranks (testing on one machine)")            \
     X(min_bytes, HAR_T_SIZE, "0", RANK0, 0, 1ll << 50, NULL, "calls smaller than this go to the MPI") \

@@ -26,8 +26,7 @@ int har_inter_takes(int path, har_mem_kind_t kind)
 {
     const har_inter_t *t = transport(path);
     if (!t) return 0;
-    if (kind == HAR_MEM_HOST) return (t->takes & HAR_TAKES_HOST) != 0;
-    return (t->takes & HAR_TAKES_DEVICE) && har_cuda_mpi_p2p();
+    return kind == HAR_MEM_HOST || (t->mpi_takes_device && t->mpi_takes_device());
 }
 
 har_status_t har_inter_allreduce(har_node_t *node, const har_inter_block_t *b)

@@ -49,10 +49,11 @@ typedef struct {
 
 typedef struct {
     int path;                   /* its path: what the counters show */
-    /* HAR_TAKES_HOST, and HAR_TAKES_DEVICE if it moves device memory as it
-     * is, through the MPI's point-to-point calls where the MPI moves device
-     * memory (har_cuda_mpi_p2p: detected, or HAR_MPI_CUDA_P2P=1) */
-    unsigned takes;
+    /* Every transport takes host memory. Device memory as it is where the
+     * MPI calls it makes take it: for point-to-point har_cuda_mpi_p2p, for
+     * the MPI's own MPI_Iallreduce har_cuda_mpi_nonblocking (detected, or
+     * HAR_MPI_CUDA_*); NULL: never. */
+    int (*mpi_takes_device)(void);
     /* Once, at a communicator's set-up where it spans nodes (the plan may
      * pick any transport for a later call). */
     har_status_t (*setup)(har_node_t *node);

@@ -2,6 +2,7 @@
  * like any other exchange (it checks counts itself; a failure of a
  * collective cannot be cancelled, and the communicator fails for good). It
  * inherits the MPI's reductions, bugs included (README, Limitations). */
+#include "cuda/mpi_cuda.h"
 #include "inter/inter.h"
 
 /* b->n fits an int: a block is at most a chunk (at most 1 GiB, ring.c). */
@@ -12,6 +13,10 @@ static har_status_t mpi_allreduce(har_node_t *node, const har_inter_block_t *b)
     return har_node_exchange(node, posted, &req, "inter_mpi");
 }
 
-/* Host memory only: "CUDA-aware" MPIs that reduce device memory in
- * MPI_Allreduce are not told apart here yet. */
-const har_inter_t har_inter_mpi = {HAR_PATH_INTER_MPI, HAR_TAKES_HOST, NULL, mpi_allreduce};
+/* Device memory as it is only where the MPI's non-blocking collectives
+ * take it (MPI 4.1's memory kinds, or HAR_MPI_CUDA_NONBLOCKING=1): its
+ * blocking MPI_Allreduce might, but a wait in it could not be bounded.
+ * CUDA-aware Open MPI's non-blocking collectives crash on device buffers
+ * (cuda/mpi_cuda.c): there the engine copies through pinned host memory,
+ * as under an MPI with no CUDA. */
+const har_inter_t har_inter_mpi = {HAR_PATH_INTER_MPI, har_cuda_mpi_nonblocking, NULL, mpi_allreduce};

@@ -30,6 +30,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/test.h"
+#include "cuda/mpi_cuda.h"
 #include "host/check.h"
 #include "inter/inter.h"
 
@@ -468,6 +469,6 @@ static har_status_t doubling_allreduce(har_node_t *node, const har_inter_block_t
 }
 
 /* Both take device memory too, where the MPI moves it (har_inter_takes asks). */
-const har_inter_t har_inter_ring = {HAR_PATH_RING, HAR_TAKES_HOST | HAR_TAKES_DEVICE, p2p_setup, ring_allreduce};
-const har_inter_t har_inter_doubling = {HAR_PATH_DOUBLING, HAR_TAKES_HOST | HAR_TAKES_DEVICE, p2p_setup,
+const har_inter_t har_inter_ring = {HAR_PATH_RING, har_cuda_mpi_p2p, p2p_setup, ring_allreduce};
+const har_inter_t har_inter_doubling = {HAR_PATH_DOUBLING, har_cuda_mpi_p2p, p2p_setup,
                                         doubling_allreduce};

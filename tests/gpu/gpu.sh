@@ -397,6 +397,18 @@ if runs "$desc"; then
     [ $rc = 0 ] && grep -q "cuda_aware shim: [1-9][0-9]* device sends" "$tmp/out"
     tap_report $? "$desc" "$tmp/out"
 fi
+# HAR_INTER=mpi hands the device shards to the MPI's MPI_Iallreduce where
+# its non-blocking collectives take device memory; the types the MPIs
+# reduce right, as in tests/mpi/matrix.sh.
+desc="HAR_MPI_CUDA_NONBLOCKING=1 under the stand-in, 2 nodes of 2, HAR_INTER=mpi: the device shards go to the MPI's all-reduce as they are"
+if runs "$desc"; then
+    env $share HAR_NODE_SIZE=2 HAR_INTER=mpi HAR_DEVICE_HOST_MAX=0 HAR_MPI_CUDA_NONBLOCKING=1 LD_PRELOAD="$top_builddir/tests/gpu/.libs/libcudaaware.so" $mpi 4 "$prog" \
+        --device --counts 1,1000,65537,300001 --sample 4 --seed $seed --types int,int32,int64,long,float,double --comms 2 --no-mpi-cases \
+        --expect ipc,inter_mpi > "$tmp/out" 2>&1
+    rc=$?
+    [ $rc = 0 ] && grep -q "cuda_aware shim: 0 device sends, 0 device receives, [1-9][0-9]* device all-reduces" "$tmp/out"
+    tap_report $? "$desc" "$tmp/out"
+fi
 check "2 pretend nodes of 1, device buffers on one, host on the other: both chunk alike" \
     env $share HAR_NODE_SIZE=1 $mpi 2 "$prog" --device --mixed --counts 1000,300001,1000003 --types float,int64 --no-mpi-cases --expect across
 # A rank killed in the middle of calls on device buffers: the job ends, no
