@@ -2,8 +2,9 @@
  * memory in point-to-point calls and reduces it in MPI_Iallreduce (none of
  * the MPIs on the test machines does). Device buffers given to PMPI_Isend,
  * PMPI_Irecv and PMPI_Iallreduce go through host copies made here; a
- * result's copy lands on the device when PMPI_Testall (har's only way to
- * complete them) finds it done. With HAR_MPI_CUDA_P2P=1 har's ring then
+ * result's copy lands on the device when PMPI_Testall (har's own way to
+ * complete them), PMPI_Test or PMPI_Wait (an application's request the MPI
+ * serves) finds it done. With HAR_MPI_CUDA_P2P=1 har's ring then
  * hands device pointers to "the MPI", and with HAR_MPI_CUDA_NONBLOCKING=1
  * HAR_INTER=mpi does; the shim counts them, and says how many at exit, so
  * a test can tell that the step between nodes got device memory and made
@@ -178,6 +179,30 @@ int PMPI_Testall(int n, MPI_Request *reqs, int *flag, MPI_Status *statuses)
         free(before);
         free(mine);
     }
+    return rc;
+}
+
+int PMPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
+{
+    static int (*real)(MPI_Request *, int *, MPI_Status *);
+    if (!real) *(void **)&real = dlsym(RTLD_NEXT, "PMPI_Test");
+    MPI_Request before = *req;
+    MPI_Status mine;
+    int rc = real(req, flag, &mine);
+    if (rc == MPI_SUCCESS && *flag) finish(&before, req, &mine, 1);
+    if (status != MPI_STATUS_IGNORE) *status = mine;
+    return rc;
+}
+
+int PMPI_Wait(MPI_Request *req, MPI_Status *status)
+{
+    static int (*real)(MPI_Request *, MPI_Status *);
+    if (!real) *(void **)&real = dlsym(RTLD_NEXT, "PMPI_Wait");
+    MPI_Request before = *req;
+    MPI_Status mine;
+    int rc = real(req, &mine);
+    if (rc == MPI_SUCCESS) finish(&before, req, &mine, 1);
+    if (status != MPI_STATUS_IGNORE) *status = mine;
     return rc;
 }
 
