@@ -1,6 +1,5 @@
 /* Which transport carries a block between nodes (inter.h). */
 #include "core/log.h"
-#include "cuda/mpi_cuda.h"
 #include "inter/inter.h"
 
 static const har_inter_t *const transports[] = {&har_inter_ring, &har_inter_doubling, &har_inter_mpi};
@@ -21,6 +20,8 @@ har_status_t har_inter_setup(har_node_t *node)
         if (transports[t]->setup) st = transports[t]->setup(node);
     return st;
 }
+
+int har_inter_path(size_t i) { return i < NTRANSPORTS ? transports[i]->path : -1; }
 
 int har_inter_takes(int path, har_mem_kind_t kind)
 {

@@ -66,6 +66,8 @@ extern HAR_HIDDEN const har_inter_t har_inter_ring, har_inter_doubling, har_inte
 
 /* The block across nodes by its transport (b->path). */
 HAR_HIDDEN har_status_t har_inter_allreduce(har_node_t *node, const har_inter_block_t *b);
+/* The i-th transport's path, from 0; -1 past the last. */
+HAR_HIDDEN int har_inter_path(size_t i);
 /* Does the transport of that path take memory of this kind as it is? */
 HAR_HIDDEN int har_inter_takes(int path, har_mem_kind_t kind);
 /* At set-up, where the communicator spans nodes. */

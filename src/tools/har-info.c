@@ -215,11 +215,10 @@ static void report(void)
     printf("  non-blocking and persistent collectives: %s (%s)\n",
            a->nonblocking.yes ? "yes" : "no, har stages them", a->nonblocking.why);
     /* What those answers make of the step between nodes on device data. */
-    static const int transports[] = {HAR_PATH_RING, HAR_PATH_DOUBLING, HAR_PATH_INTER_MPI};
     printf("  between nodes, device shards reach");
-    for (size_t t = 0; t < sizeof transports / sizeof *transports; t++)
-        printf("%s %s %s", t ? ";" : "", har_path_name(transports[t]),
-               har_inter_takes(transports[t], HAR_MEM_DEVICE) ? "as they are" : "through pinned host memory");
+    for (size_t t = 0; har_inter_path(t) >= 0; t++)
+        printf("%s %s %s", t ? ";" : "", har_path_name(har_inter_path(t)),
+               har_inter_takes(har_inter_path(t), HAR_MEM_DEVICE) ? "as they are" : "through pinned host memory");
     printf("\n");
     /* One all-reduce on the world sets its state up: this node's shape,
      * classes and rank 0's settings, as an application's would. */
