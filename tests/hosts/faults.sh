@@ -145,7 +145,9 @@ kill_in_h2() {
     sleep 3  # inside the loop of all-reduces
     victims=$(in_host "$tmp/st" h2 pgrep -x victim | head -"$n" | tr '\n' ' ')
     echo "killing victim(s) $victims (in h2's PID namespace)"
-    [ -n "$victims" ] && in_host "$tmp/st" h2 kill -KILL $victims
+    # Stopped first, then killed: several victims die "at once" only if
+    # none lives on to see another's death and tell the other host first.
+    [ -n "$victims" ] && in_host "$tmp/st" h2 kill -STOP $victims && in_host "$tmp/st" h2 kill -KILL $victims
     pids=$(cat "$tmp/st"/*.pid)
     wait $job
     rc=$?
