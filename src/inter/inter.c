@@ -30,6 +30,12 @@ int har_inter_takes(int path, har_mem_kind_t kind)
     return kind == HAR_MEM_HOST || (t->mpi_takes_device && t->mpi_takes_device());
 }
 
+int har_inter_uses_scratch(int path)
+{
+    const har_inter_t *t = transport(path);
+    return t && t->uses_scratch;
+}
+
 har_status_t har_inter_allreduce(har_node_t *node, const har_inter_block_t *b)
 {
     if (!har_inter_takes(b->path, b->kind)) {  /* a caller's mistake, never the user's */

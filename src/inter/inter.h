@@ -54,6 +54,9 @@ typedef struct {
      * the MPI's own MPI_Iallreduce har_cuda_mpi_nonblocking (detected, or
      * HAR_MPI_CUDA_*); NULL: never. */
     int (*mpi_takes_device)(void);
+    /* Whether it uses the block's tmp and reduce (har's own reductions):
+     * where not, the engines need not allocate a scratch or a stream for it. */
+    int uses_scratch;
     /* Once, at a communicator's set-up where it spans nodes (the plan may
      * pick any transport for a later call). */
     har_status_t (*setup)(har_node_t *node);
@@ -70,6 +73,8 @@ HAR_HIDDEN har_status_t har_inter_allreduce(har_node_t *node, const har_inter_bl
 HAR_HIDDEN int har_inter_path(size_t i);
 /* Does the transport of that path take memory of this kind as it is? */
 HAR_HIDDEN int har_inter_takes(int path, har_mem_kind_t kind);
+/* Does it use har_inter_block_t's tmp and reduce? */
+HAR_HIDDEN int har_inter_uses_scratch(int path);
 /* At set-up, where the communicator spans nodes. */
 HAR_HIDDEN har_status_t har_inter_setup(har_node_t *node);
 

@@ -469,6 +469,6 @@ static har_status_t doubling_allreduce(har_node_t *node, const har_inter_block_t
 }
 
 /* Both take device memory too, where the MPI moves it (har_inter_takes asks). */
-const har_inter_t har_inter_ring = {HAR_PATH_RING, har_cuda_mpi_p2p, p2p_setup, ring_allreduce};
-const har_inter_t har_inter_doubling = {HAR_PATH_DOUBLING, har_cuda_mpi_p2p, p2p_setup,
+const har_inter_t har_inter_ring = {HAR_PATH_RING, har_cuda_mpi_p2p, 1, p2p_setup, ring_allreduce};
+const har_inter_t har_inter_doubling = {HAR_PATH_DOUBLING, har_cuda_mpi_p2p, 1, p2p_setup,
                                         doubling_allreduce};
