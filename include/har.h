@@ -27,7 +27,7 @@ HAR_API const char *har_version(void);
 /* Counters of this process since MPI_Init (or the last reset), by name: one
  * per path a call can take ("seen": every MPI_Allreduce that reached har;
  * "mpi", "staged"; the engines "host_segment", "ipc", "nccl"; "one_shot",
- * "two_shot", "rails", "leader", "ring", "doubling", "inter_mpi",
+ * "two_shot", "rails", "leader", "ring", "doubling", "inter_mpi", "inter_nccl",
  * "streamed", "push", "ahead", "enqueued", ...), then two per other
  * collective har wraps: its calls and those staged through host memory on
  * this rank ("iallreduce", "iallreduce_staged", "allreduce_init", "bcast",

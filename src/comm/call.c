@@ -282,7 +282,8 @@ static har_plan_in_t plan_in(const har_comm_t *c, const har_call_t *call, unsign
     const har_node_t *node = &c->node;
     return (har_plan_in_t){call->bytes, call->red.elem_size, node->local_size, node->nnodes, node->uniform, 0, 0,
                            call->red.dev_type, call->red.dev_op, har_engine_set(), engines_on_offer(c, 0), forced,
-                           c->host_cls, call->in_kind == HAR_MEM_HOST && call->out_kind == HAR_MEM_HOST, 0};
+                           c->host_cls, call->in_kind == HAR_MEM_HOST && call->out_kind == HAR_MEM_HOST, 0,
+                           c->nccl_across};
 }
 
 /* The MPI's plan: it serves the call. */

@@ -92,6 +92,7 @@ static void state_free(har_comm_t *c)
     if (!keep) {
         har_cuda_gpu_release(&c->gpu);
         release_segment(c);
+        har_inter_release(node);
         free(node->scratch);
         free(node->ring_msgs);
         free(node->across);
@@ -372,14 +373,24 @@ static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
     if ((st = har_node_share(node, slot, &ok)) != HAR_OK) return st;
     if (!ok) uncount_segment();
     node->scratch = ok ? malloc(slot) : NULL;
-    /* Agreed in one exchange: whether every rank is set up, and whether some
-     * rank has CUDA already (then every call starts with an arrival). */
-    int mine[2] = {ok && node->scratch && har_inter_setup(node) == HAR_OK,
-                   ok && har_comm_wants_cuda(node, call, 0) ? -1 : 0}, all[2];
-    st = har_node_exchange(node, PMPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MIN, comm, &req), &req, "set-up");
+    /* Agreed in one exchange: whether every rank is set up, whether some
+     * rank has CUDA already (then every call starts with an arrival), and,
+     * where HAR_INTER=nccl asks, whether NCCL can carry blocks between nodes
+     * on every rank. */
+    char nccl_why[160] = "";
+    int nccl_asked = node->nnodes > 1 && c->set.inter_path == HAR_PATH_INTER_NCCL;
+    int mine[3] = {ok && node->scratch && har_inter_setup(node) == HAR_OK,
+                   ok && har_comm_wants_cuda(node, call, 0) ? -1 : 0,
+                   nccl_asked && har_inter_nccl_here(nccl_why, sizeof nccl_why)}, all[3];
+    st = har_node_exchange(node, PMPI_Iallreduce(mine, all, 3, MPI_INT, MPI_MIN, comm, &req), &req, "set-up");
     if (st != HAR_OK) return st;
     c->mode = all[0] ? HAR_COMM_SERVED : HAR_COMM_FORWARDED;
     c->cuda_node = all[1] < 0;
+    c->nccl_across = all[2];
+    if (nccl_asked && !all[2] && node->rank == 0)
+        HAR_WARN_ONCE("HAR_INTER=nccl: NCCL cannot carry blocks between nodes on every rank of a communicator "
+                      "(rank 0: %s); har's ring and doubling carry them",
+                      nccl_why[0] ? nccl_why : "it can, another cannot");
     if (c->mode == HAR_COMM_FORWARDED) {
         release_segment(c);
         if (node->rank == 0)

@@ -27,6 +27,7 @@ typedef struct har_comm {
     har_comm_mode_t mode;
     uint64_t calls;                 /* calls planned on this communicator: the same count on every rank */
     int cuda_node;                  /* the node agreed some rank has CUDA: every call starts with an arrival */
+    int nccl_across;                /* the communicator agreed NCCL carries blocks between nodes (HAR_INTER=nccl) */
     int surveyed;                   /* gpu holds the node's device survey */
     har_cuda_gpu_t gpu;
     char host_cls[HAR_CLASS_LEN];   /* the class the table's host rows are keyed by */

@@ -67,8 +67,8 @@ enum { LOCAL = 0, RANK0 = 1 };
       "where no tuning-table row fits, device messages of at least this size go to NCCL (when it loads); 0: never") \
     X(reduce_threads, HAR_T_INT, "0", LOCAL, 0, 64, NULL,                                       \
       "threads per rank for large host reductions; 0: the rank's cores, at most 4")             \
-    X(inter, HAR_T_ENUM, "auto", RANK0, 0, 0, "auto,ring,doubling,mpi",                         \
-      "the inter-node step: auto (doubling up to HAR_DOUBLING_MAX bytes, the ring above), or always har's ring, har's recursive doubling, or the MPI's MPI_Allreduce on the rail (mpi)") \
+    X(inter, HAR_T_ENUM, "auto", RANK0, 0, 0, "auto,ring,doubling,mpi,nccl",                    \
+      "the inter-node step: auto (doubling up to HAR_DOUBLING_MAX bytes, the ring above), or always har's ring, har's recursive doubling, the MPI's MPI_Allreduce on the rail (mpi), or NCCL on the rail (nccl: where every rank of the communicator loads NCCL and has a GPU, for the types and ops NCCL reduces, not under HAR_CHECK; else as auto)") \
     X(doubling_max, HAR_T_SIZE, "64K", RANK0, 0, 1ll << 50, NULL,                               \
       "with HAR_INTER=auto, calls of at most this many bytes cross nodes by recursive doubling (log2 of the nodes steps), larger ones by the ring (2(nodes-1) steps, the least data)") \
     X(ring_message, HAR_T_SIZE, "auto", RANK0, 0, HAR_GIB, NULL,                                \

@@ -46,6 +46,7 @@
     X(RING, "ring", "inter-node ring over MPI point-to-point: the least data")                  \
     X(DOUBLING, "doubling", "inter-node recursive doubling over MPI point-to-point: the fewest steps") \
     X(INTER_MPI, "inter_mpi", "inter-node step by the MPI's MPI_Allreduce")                        \
+    X(INTER_NCCL, "inter_nccl", "inter-node step by NCCL on the rail (HAR_INTER=nccl): device memory, host blocks through a device copy") \
     X(STREAMED, "streamed", "one rank per node, host buffers: the ring read the input and wrote the result as it went") \
     X(PUSH, "push", "one-shot kernels with no barrier and no host step: each rank pushed its input into every peer's memory with the call's number beside it") \
     X(AHEAD, "ahead", "device kernels launched with no host step before them: the local ranks met on the GPU (HAR_DEVICE_AHEAD_MAX, HAR_DEVICE_START_MAX for MPI_Iallreduce and MPI_Start; the push kernels always do)") \

@@ -2,10 +2,9 @@
  * time (never linked), on its own blocking stream with the local peers
  * watched. It needs no CUDA IPC: it serves wherever every local rank holds
  * device buffers on a GPU of its own, with or without peer access between
- * them (NCCL picks its own transport). One node only: NCCL across nodes
- * needs an agreement wider than the node. What it serves is in its
- * descriptor at the end. */
-#include <pthread.h>
+ * them (NCCL picks its own transport). One node only: between nodes NCCL
+ * is a transport of the inter layer (HAR_INTER=nccl, inter/nccl.c). What
+ * it serves is in its descriptor at the end. */
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
@@ -13,25 +12,11 @@
 #include "core/log.h"
 #include "core/types.h"
 #include "cuda/stream.h"
+#include "cuda/nccl.h"
 #include "engines/engine.h"
-#include "engines/nccl_api.h"
-
-/* NCCL is loaded once per process, on first use. */
-static struct {
-    pthread_once_t once;
-    har_nccl_api_t api;
-    int loaded;
-    char why[256];
-} lib = {PTHREAD_ONCE_INIT};
-
-static void load(void)
-{
-    const char *name = HAR_CFG(nccl).s;
-    if (!name[0] || strcmp(name, "0") == 0) snprintf(lib.why, sizeof lib.why, "HAR_NCCL=0");
-    else lib.loaded = har_engine_nccl_load(&lib.api, name, lib.why, sizeof lib.why);
-}
 
 typedef struct {
+    const har_nccl_api_t *api;
     int gpu;                  /* ordinal, in this process, of the GPU it works on */
     har_ncclComm_t comm;
     cudaStream_t stream;  /* blocking, as the IPC engine's (ipc_engine.c says why) */
@@ -45,7 +30,7 @@ static void nccl_destroy(void *engine)
     har_cuda_enter(e->gpu, &scope);
     /* Nothing is in flight: abort is a local teardown, where destroy may wait
      * for the peers (gone after a failure, or freeing in another order). */
-    if (e->comm) lib.api.comm_abort(e->comm);
+    if (e->comm) e->api->comm_abort(e->comm);
     if (e->stream) cudaStreamDestroy(e->stream);
     cudaGetLastError();
     har_cuda_leave(&scope);
@@ -59,24 +44,25 @@ static har_engine_state_t nccl_setup(har_node_t *node, const har_cuda_gpu_t *gpu
     *engine = NULL;
     /* Every rank is here for the same call: load and agree before
      * ncclCommInitRank, which waits for all ranks. */
-    pthread_once(&lib.once, load);
-    int here = 1;
-    if (!lib.loaded) here = 0, snprintf(why, sizeof why, "not loaded: %s", lib.why);
-    if (!har_node_agree(node, here, 1, what, why, instead)) return HAR_ENGINE_NOT_HERE;
+    const char *not_loaded;
+    const har_nccl_api_t *api = har_cuda_nccl(&not_loaded);
+    if (!api) snprintf(why, sizeof why, "not loaded: %s", not_loaded);
+    if (!har_node_agree(node, api != NULL, 1, what, why, instead)) return HAR_ENGINE_NOT_HERE;
 
     nccl_t *e = calloc(1, sizeof *e);
     har_cuda_scope_t scope = {0};
     int ok = e != NULL;
     struct { har_ncclUniqueId id; int ok; } id = {{{0}}, 1};
     if (ok) {
+        e->api = api;
         e->gpu = gpu->ordinal;
         ok = har_cuda_enter(e->gpu, &scope) == HAR_OK &&
              har_cuda_status(cudaStreamCreateWithFlags(&e->stream, cudaStreamDefault), "cudaStreamCreate") == HAR_OK;
     }
     if (ok && node->local_rank == 0) {
-        har_ncclResult_t r = lib.api.get_unique_id(&id.id);
+        har_ncclResult_t r = api->get_unique_id(&id.id);
         id.ok = r == HAR_NCCL_SUCCESS;
-        if (!id.ok) snprintf(why, sizeof why, "ncclGetUniqueId: %s", lib.api.get_error_string(r));
+        if (!id.ok) snprintf(why, sizeof why, "ncclGetUniqueId: %s", api->get_error_string(r));
     }
 #ifdef HAR_TEST_HOOKS
     if (HAR_CFG(test_nccl_fail).i && node->local_rank == 0) ok = 0, snprintf(why, sizeof why, "HAR_TEST_NCCL_FAIL");
@@ -89,9 +75,9 @@ static har_engine_state_t nccl_setup(har_node_t *node, const har_cuda_gpu_t *gpu
         id.ok = 0;
     ok = ok && id.ok;
     if (ok) {
-        har_ncclResult_t r = lib.api.comm_init_rank(&e->comm, node->local_size, id.id, node->local_rank);
+        har_ncclResult_t r = api->comm_init_rank(&e->comm, node->local_size, id.id, node->local_rank);
         if (r != HAR_NCCL_SUCCESS) {
-            snprintf(why, sizeof why, "ncclCommInitRank: %s", lib.api.get_error_string(r));
+            snprintf(why, sizeof why, "ncclCommInitRank: %s", api->get_error_string(r));
             e->comm = NULL;
         }
         ok = har_node_agree(node, e->comm != NULL, 0, what, why, instead);
@@ -102,44 +88,20 @@ static har_engine_state_t nccl_setup(har_node_t *node, const har_cuda_gpu_t *gpu
         return HAR_ENGINE_FAILED;
     }
     if (node->local_rank == 0)
-        HAR_LOG(HAR_LOG_DEBUG, "NCCL %d.%d.%d serves this node's %d ranks (%s)", lib.api.version / 10000,
-                lib.api.version / 100 % 100, lib.api.version % 100, node->local_size, HAR_CFG(nccl).s);
+        HAR_LOG(HAR_LOG_DEBUG, "NCCL %d.%d.%d serves this node's %d ranks (%s)", api->version / 10000,
+                api->version / 100 % 100, api->version % 100, node->local_size, HAR_CFG(nccl).s);
     *engine = e;
     return HAR_ENGINE_READY;
-}
-
-static int nccl_dtype(int dtype)
-{
-    switch (dtype) {
-    case HAR_DT_F32: return HAR_NCCL_FLOAT32;
-    case HAR_DT_F64: return HAR_NCCL_FLOAT64;
-    case HAR_DT_I32: return HAR_NCCL_INT32;
-    case HAR_DT_U32: return HAR_NCCL_UINT32;
-    case HAR_DT_I64: return HAR_NCCL_INT64;
-    case HAR_DT_U64: return HAR_NCCL_UINT64;
-    default: return -1;
-    }
-}
-
-static int nccl_op(int op)
-{
-    switch (op) {
-    case HAR_OP_SUM: return HAR_NCCL_SUM;
-    case HAR_OP_PROD: return HAR_NCCL_PROD;
-    case HAR_OP_MIN: return HAR_NCCL_MIN;
-    case HAR_OP_MAX: return HAR_NCCL_MAX;
-    default: return -1;  /* its traits (below) offer NCCL only these */
-    }
 }
 
 static har_status_t async_error(void *ctx)
 {
     nccl_t *e = ctx;
     har_ncclResult_t async = HAR_NCCL_SUCCESS;
-    if (lib.api.comm_get_async_error(e->comm, &async) != HAR_NCCL_SUCCESS || async == HAR_NCCL_SUCCESS ||
+    if (e->api->comm_get_async_error(e->comm, &async) != HAR_NCCL_SUCCESS || async == HAR_NCCL_SUCCESS ||
         async == HAR_NCCL_IN_PROGRESS)
         return HAR_OK;
-    har_note("NCCL all-reduce failed: %s", lib.api.get_error_string(async));
+    har_note("NCCL all-reduce failed: %s", e->api->get_error_string(async));
     return HAR_ERR_CUDA;
 }
 
@@ -148,7 +110,7 @@ static har_status_t async_error(void *ctx)
 static void abort_comm(void *ctx)
 {
     nccl_t *e = ctx;
-    if (e->comm) lib.api.comm_abort(e->comm);
+    if (e->comm) e->api->comm_abort(e->comm);
     e->comm = NULL;
 }
 
@@ -161,10 +123,10 @@ static har_status_t nccl_run(void *engine, har_node_t *node, const har_call_t *c
     if (!e->comm) return HAR_ERR_PEER_FAILED;  /* aborted by an earlier failure */
     har_status_t st = har_cuda_enter(e->gpu, &scope);
     if (st == HAR_OK) {
-        har_ncclResult_t r = lib.api.all_reduce(call->in, call->out, call->count, nccl_dtype(call->red.dev_type),
-                                                nccl_op(call->red.dev_op), e->comm, e->stream);
+        har_ncclResult_t r = e->api->all_reduce(call->in, call->out, call->count, har_cuda_nccl_type(call->red.dev_type),
+                                                har_cuda_nccl_op(call->red.dev_op), e->comm, e->stream);
         if (r != HAR_NCCL_SUCCESS && r != HAR_NCCL_IN_PROGRESS) {
-            har_note("ncclAllReduce: %s", lib.api.get_error_string(r));
+            har_note("ncclAllReduce: %s", e->api->get_error_string(r));
             abort_comm(e);
             st = HAR_ERR_CUDA;
         } else {

@@ -1,8 +1,14 @@
 /* Which transport carries a block between nodes (inter.h). */
+#include <stdio.h>
 #include "core/log.h"
+#include "core/paths.h"
 #include "inter/inter.h"
 
-static const har_inter_t *const transports[] = {&har_inter_ring, &har_inter_doubling, &har_inter_mpi};
+static const har_inter_t *const transports[] = {&har_inter_ring, &har_inter_doubling, &har_inter_mpi,
+#if HAR_KERNELS_BUILT
+                                                &har_inter_nccl
+#endif
+};
 #define NTRANSPORTS (sizeof transports / sizeof *transports)
 
 static const har_inter_t *transport(int path)
@@ -21,13 +27,27 @@ har_status_t har_inter_setup(har_node_t *node)
     return st;
 }
 
+void har_inter_release(har_node_t *node)
+{
+    for (size_t t = 0; t < NTRANSPORTS; t++)
+        if (transports[t]->release) transports[t]->release(node);
+}
+
+#if !HAR_KERNELS_BUILT
+int har_inter_nccl_here(char *why, size_t len)
+{
+    snprintf(why, len, "this har was built without CUDA");
+    return 0;
+}
+#endif
+
 int har_inter_path(size_t i) { return i < NTRANSPORTS ? transports[i]->path : -1; }
 
 int har_inter_takes(int path, har_mem_kind_t kind)
 {
     const har_inter_t *t = transport(path);
     if (!t) return 0;
-    return kind == HAR_MEM_HOST || (t->mpi_takes_device && t->mpi_takes_device());
+    return kind == HAR_MEM_HOST || (t->takes_device && t->takes_device());
 }
 
 int har_inter_uses_scratch(int path)

@@ -3,9 +3,10 @@
  * leaders' communicator: node->notice_comm).
  *
  * One interface, one transport per way of moving data: har's ring and
- * recursive doubling over MPI point-to-point (ring.c), and the MPI's own
- * all-reduce on the rail (mpi.c). The plan picks one per call (HAR_INTER,
- * else by size: har_plan_inter). A transport says which memory it takes: a
+ * recursive doubling over MPI point-to-point (ring.c), the MPI's own
+ * all-reduce on the rail (mpi.c), and NCCL's on the rail (nccl.c, where
+ * har is built with CUDA). The plan picks one per call (HAR_INTER, else
+ * by size: har_plan_inter). A transport says which memory it takes: a
  * device engine hands one that takes device memory its shard as it is,
  * and otherwise pipelines its own copies through pinned host memory beside
  * its kernels (engines/ipc_engine.c), which only it can overlap. The call's
@@ -49,11 +50,11 @@ typedef struct {
 
 typedef struct {
     int path;                   /* its path: what the counters show */
-    /* Every transport takes host memory. Device memory as it is where the
-     * MPI calls it makes take it: for point-to-point har_cuda_mpi_p2p, for
-     * the MPI's own MPI_Iallreduce har_cuda_mpi_nonblocking (detected, or
-     * HAR_MPI_CUDA_*); NULL: never. */
-    int (*mpi_takes_device)(void);
+    /* Every transport takes host memory. Device memory as it is where this
+     * says so: for the MPI's point-to-point har_cuda_mpi_p2p, for the MPI's
+     * own MPI_Iallreduce har_cuda_mpi_nonblocking (detected, or
+     * HAR_MPI_CUDA_*), NCCL always; NULL: never. */
+    int (*takes_device)(void);
     /* Whether it uses the block's tmp and reduce (har's own reductions):
      * where not, the engines need not allocate a scratch or a stream for it. */
     int uses_scratch;
@@ -63,9 +64,12 @@ typedef struct {
     /* In place on b->data (of a kind it takes). Every wait is the node's
      * bounded wait, which also hears failure notices from other nodes. */
     har_status_t (*allreduce)(har_node_t *node, const har_inter_block_t *b);
+    /* Where the communicator goes (not after a failure: its memory stays);
+     * may be NULL. */
+    void (*release)(har_node_t *node);
 } har_inter_t;
 
-extern HAR_HIDDEN const har_inter_t har_inter_ring, har_inter_doubling, har_inter_mpi;
+extern HAR_HIDDEN const har_inter_t har_inter_ring, har_inter_doubling, har_inter_mpi, har_inter_nccl;
 
 /* The block across nodes by its transport (b->path). */
 HAR_HIDDEN har_status_t har_inter_allreduce(har_node_t *node, const har_inter_block_t *b);
@@ -77,5 +81,14 @@ HAR_HIDDEN int har_inter_takes(int path, har_mem_kind_t kind);
 HAR_HIDDEN int har_inter_uses_scratch(int path);
 /* At set-up, where the communicator spans nodes. */
 HAR_HIDDEN har_status_t har_inter_setup(har_node_t *node);
+/* Where the communicator goes: what the transports hold for it. */
+HAR_HIDDEN void har_inter_release(har_node_t *node);
+/* Can NCCL carry blocks between nodes from this rank (loaded, a GPU)? If
+ * not, why. Every rank's answer is agreed at set-up (comm/state.c). */
+HAR_HIDDEN int har_inter_nccl_here(char *why, size_t len);
+/* The call's header sent to the next rank around the nodes and the previous
+ * one's checked against this rank's call (ring.c): for a transport that
+ * checks nothing itself, before a call's first block. */
+HAR_HIDDEN har_status_t har_inter_check_calls(har_node_t *node, const har_inter_block_t *b, const char *step);
 
 #endif

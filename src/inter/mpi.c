@@ -19,4 +19,4 @@ static har_status_t mpi_allreduce(har_node_t *node, const har_inter_block_t *b)
  * CUDA-aware Open MPI's non-blocking collectives crash on device buffers
  * (cuda/mpi_cuda.c): there the engine copies through pinned host memory,
  * as under an MPI with no CUDA. */
-const har_inter_t har_inter_mpi = {HAR_PATH_INTER_MPI, har_cuda_mpi_nonblocking, 0, NULL, mpi_allreduce};
+const har_inter_t har_inter_mpi = {HAR_PATH_INTER_MPI, har_cuda_mpi_nonblocking, 0, NULL, mpi_allreduce, NULL};

@@ -51,6 +51,7 @@ typedef struct har_node {
     unsigned host_seq;              /* host-segment chunks so far: the slot parity; the same on every local rank */
     char *scratch;                  /* slot_bytes: ring blocks, staging of device output */
     struct har_ring_msgs *ring_msgs; /* the ring's small messages, across nodes (inter.h) */
+    struct har_inter_nccl *inter_nccl;  /* NCCL's communicator on the rail, once made (inter/nccl.c) */
     har_peer_t *peers;              /* by local rank; NULL until exchanged */
     uint64_t call;                  /* the call in progress, for messages */
     /* Failure notices between nodes: a receive is always posted on the

@@ -24,8 +24,8 @@ void har_plan_settings_from(const har_config_t *cfg, har_settings_t *s)
     s->device_slot_bytes = (s->device_slot_bytes + 4095) / 4096 * 4096;
     s->device_push_max = s->device_push_max / 64 * 64;  /* whole shard units */
     if (s->ring_message < 0) s->ring_message = HAR_RING_MESSAGE_AUTO;
-    static const int inter_paths[] = {HAR_INTER_AUTO, HAR_PATH_RING, HAR_PATH_DOUBLING,
-                                      HAR_PATH_INTER_MPI};  /* HAR_INTER's words, in order */
+    static const int inter_paths[] = {HAR_INTER_AUTO, HAR_PATH_RING, HAR_PATH_DOUBLING, HAR_PATH_INTER_MPI,
+                                      HAR_PATH_INTER_NCCL};  /* HAR_INTER's words, in order */
     s->inter_path = inter_paths[s->inter];
 }
 
@@ -150,7 +150,7 @@ har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s)
         long long ahead_max = setting(s, in->started ? e->start_max : e->ahead_max);
         if ((chosen & HAR_BIT(PUSH)) || (ahead_max > 0 && in->bytes <= (uint64_t)ahead_max)) p.paths |= HAR_BIT(AHEAD);
     }
-    p.inter = in->nnodes > 1 && p.engine != HAR_PATH_MPI ? har_plan_inter(in->bytes, s) : -1;
+    p.inter = in->nnodes > 1 && p.engine != HAR_PATH_MPI ? har_plan_inter(in, s) : -1;
     if (p.inter >= 0) p.paths |= (in->uniform ? HAR_BIT(RAILS) : HAR_BIT(LEADER)) | (1u << p.inter);
     /* A rank alone on its node hands the ring its host buffers (inter.h);
      * not under HAR_CHECK, which verifies whole blocks in har's memory. */
@@ -165,13 +165,24 @@ har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s)
     return p;
 }
 
+int har_plan_nccl_reduces(int dev_type, int dev_op)
+{
+    int type = dev_type == HAR_DT_F32 || dev_type == HAR_DT_F64 || dev_type == HAR_DT_I32 || dev_type == HAR_DT_U32 ||
+               dev_type == HAR_DT_I64 || dev_type == HAR_DT_U64;
+    return type && (dev_op == HAR_OP_SUM || dev_op == HAR_OP_PROD || dev_op == HAR_OP_MIN || dev_op == HAR_OP_MAX);
+}
+
 /* Recursive doubling crosses in log2(nodes) steps of the whole block (one
  * more each way where the count of nodes is no power of two), the ring in
- * 2(nodes-1) steps of 1/nodes of it: small calls are worth the steps. */
-int har_plan_inter(uint64_t bytes, const har_settings_t *s)
+ * 2(nodes-1) steps of 1/nodes of it: small calls are worth the steps. NCCL
+ * only where asked, agreed and able (HAR_INTER's doc); else as auto. */
+int har_plan_inter(const har_plan_in_t *in, const har_settings_t *s)
 {
-    if (s->inter_path != HAR_INTER_AUTO) return s->inter_path;
-    return bytes <= (uint64_t)s->doubling_max ? HAR_PATH_DOUBLING : HAR_PATH_RING;
+    int nccl = s->inter_path == HAR_PATH_INTER_NCCL;
+    if (nccl && in->nccl_across && !s->check && har_plan_nccl_reduces(in->dev_type, in->dev_op))
+        return HAR_PATH_INTER_NCCL;
+    if (s->inter_path != HAR_INTER_AUTO && !nccl) return s->inter_path;
+    return in->bytes <= (uint64_t)s->doubling_max ? HAR_PATH_DOUBLING : HAR_PATH_RING;
 }
 
 int har_plan_grid(int per_sm, int ctx_sms, int gpu_sms, int clients, int max_blocks)

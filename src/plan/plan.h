@@ -119,6 +119,8 @@ typedef struct {
                                  * rank, the node's: only then does the plan read it) */
     int started;                /* a non-blocking call or a start of a persistent one (MPI matches these
                                  * only with their like: every rank's call is one) */
+    int nccl_across;            /* every rank of the communicator agreed at set-up that NCCL can carry
+                                 * its blocks between nodes (asked by HAR_INTER=nccl) */
 } har_plan_in_t;
 
 typedef struct {
@@ -132,9 +134,12 @@ typedef struct {
 } har_plan_t;
 
 HAR_HIDDEN har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s);
-/* The transport between nodes of a call of `bytes`: every node plans it
- * alike, from the call's size and rank 0's settings. */
-HAR_HIDDEN int har_plan_inter(uint64_t bytes, const har_settings_t *s);
+/* The transport between nodes of a call: every node plans it alike, from
+ * the call's size, type and op, rank 0's settings and what the whole
+ * communicator agreed at set-up. */
+HAR_HIDDEN int har_plan_inter(const har_plan_in_t *in, const har_settings_t *s);
+/* Does NCCL reduce this type and op (core/types.h's codes)? */
+HAR_HIDDEN int har_plan_nccl_reduces(int dev_type, int dev_op);
 /* The candidate plans' path masks, in the order the thresholds prefer them;
  * returns how many (at most HAR_PLAN_MAX). */
 #define HAR_PLAN_MAX (2 * HAR_PATH_COUNT)

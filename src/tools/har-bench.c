@@ -91,7 +91,7 @@
 #include "plan/derive.h"
 #ifdef HAR_BENCH_CUDA
 #include <cuda_runtime.h>
-#include "engines/nccl_api.h"
+#include "cuda/nccl.h"
 #ifdef HAR_HAVE_KERNELS
 #include "engines/ipc_kernels.h"
 #define HAR_BENCH_FLOOR 1
@@ -423,7 +423,7 @@ static void nccl_setup(void)
 {
     const char *lib = getenv("HAR_NCCL") ? getenv("HAR_NCCL") : "libnccl.so.2";
     char why[256] = "";
-    int ok = strcmp(lib, "0") != 0 && har_engine_nccl_load(&nccl.api, lib, why, sizeof why) &&
+    int ok = strcmp(lib, "0") != 0 && har_cuda_nccl_load(&nccl.api, lib, why, sizeof why) &&
              cudaStreamCreate(&nccl.stream) == cudaSuccess;
     PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (ok) nccl.ring_ll = nccl_comm(1);

@@ -21,7 +21,7 @@
 #include "engines/engine.h"
 #include "entry/entry.h"
 #include "inter/inter.h"
-#include "engines/nccl_api.h"
+#include "cuda/nccl.h"
 #include "plan/derive.h"
 #include "node/machine.h"
 #include "tools/tools.h"
@@ -198,7 +198,7 @@ static void report(void)
     har_info_machine();
     har_nccl_api_t nccl;
     char why[256] = "HAR_NCCL=0";
-    if (strcmp(HAR_CFG(nccl).s, "0") != 0 && har_engine_nccl_load(&nccl, HAR_CFG(nccl).s, why, sizeof why))
+    if (strcmp(HAR_CFG(nccl).s, "0") != 0 && har_cuda_nccl_load(&nccl, HAR_CFG(nccl).s, why, sizeof why))
         printf("  NCCL: %d.%d.%d, from %s (device buffers on one node)\n", nccl.version / 10000,
                nccl.version / 100 % 100, nccl.version % 100, HAR_CFG(nccl).s);
     else

@@ -21,7 +21,7 @@
 #include "core/log.h"
 #include "host/numa.h"
 #include "engines/engine.h"
-#include "engines/nccl_api.h"
+#include "cuda/nccl.h"
 #include "tools/tools.h"
 #ifdef HAR_HAVE_HWLOC
 #include <hwloc.h>
@@ -301,11 +301,11 @@ int har_info_topology(int json, int measure)
     har_settings_t s;
     har_plan_settings_from(&har_cfg, &s);
     har_plan_in_t in = {1 << 20, 4, local_size, 1, 1, 1, gpu.shared_gpu, HAR_DT_F32, HAR_OP_SUM, har_engine_set(),
-                        ~0u, 0, gpu.cls, 0, 0};
+                        ~0u, 0, gpu.cls, 0, 0, 0};
     char why_not[HAR_PATH_COUNT][96] = {{0}}, nccl_why[256];
     har_nccl_api_t api;
     int nccl_loads =
-        strcmp(HAR_CFG(nccl).s, "0") != 0 && har_engine_nccl_load(&api, HAR_CFG(nccl).s, nccl_why, sizeof nccl_why);
+        strcmp(HAR_CFG(nccl).s, "0") != 0 && har_cuda_nccl_load(&api, HAR_CFG(nccl).s, nccl_why, sizeof nccl_why);
     for (int e = 0; e < HAR_PATH_COUNT; e++) {
         const har_engine_traits_t *t = har_engine_set()->by_path[e];
         const char *why = t ? har_plan_why_not(t, &in, &s) : "not built";

@@ -410,6 +410,25 @@ stand_in "HAR_MPI_CUDA_P2P=1 under the stand-in, 3 pretend nodes of 1, HAR_INTER
 stand_in "HAR_MPI_CUDA_NONBLOCKING=1 under the stand-in, 2 nodes of 2, HAR_INTER=mpi: the device shards go to the MPI's all-reduce as they are" \
     4 "0 device sends, 0 device receives, [1-9][0-9]* device all-reduces" 4 HAR_NODE_SIZE=2 HAR_INTER=mpi \
     HAR_MPI_CUDA_NONBLOCKING=1 -- --types int,int32,int64,long,float,double --comms 2 --expect ipc,inter_mpi
+# HAR_INTER=nccl: NCCL carries the blocks between pretend nodes. Each
+# pretend node is another host to NCCL (NCCL_HOSTID), whose ranks on one
+# GPU then meet over sockets on the loopback: NCCL refuses two ranks of
+# one host on one GPU.
+pretend_hosts='NCCL_HOSTID=har-test-node-$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} / 2 )) exec "$0" "$@"'
+if ! grep -q "NCCL: [0-9]" "$tmp/info"; then
+    tap_skip "HAR_INTER=nccl tests" "NCCL not loadable (set HAR_NCCL to its path)"
+else
+    check "HAR_INTER=nccl, 2 pretend nodes of 2: NCCL carries the device shards between them, every type and op it has" \
+        env $share HAR_NODE_SIZE=2 HAR_INTER=nccl HAR_DEVICE_HOST_MAX=0 NCCL_SOCKET_IFNAME=lo $mpi 4 sh -c "$pretend_hosts" \
+        "$prog" --device --counts 1,1000,65537,300001 --sample 3 --seed $seed $ncclops --comms 2 --no-mpi-cases --expect ipc,inter_nccl
+    check "HAR_INTER=nccl, 2 pretend nodes of 2, host buffers: NCCL carries the host blocks through a device copy" \
+        env HAR_NODE_SIZE=2 HAR_INTER=nccl NCCL_SOCKET_IFNAME=lo $mpi 4 sh -c "$pretend_hosts" \
+        "$prog" --counts 1,1000,65537,300001 --types float,int64 --ops sum,max --no-mpi-cases --expect host_segment,inter_nccl
+    check "HAR_INTER=nccl, 2 pretend nodes of 2: another count on the second node is found by the headers before NCCL: every rank told, no hang" \
+        sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between nodes" "$0"' \
+        "$tmp/o" env $share HAR_NODE_SIZE=2 HAR_INTER=nccl HAR_DEVICE_HOST_MAX=0 HAR_TIMEOUT=60 NCCL_SOCKET_IFNAME=lo \
+        $mpi 4 sh -c "$pretend_hosts" "$bin/gpu/mismatch_gpu" count --from 2 --count 30000
+fi
 check "2 pretend nodes of 1, device buffers on one, host on the other: both chunk alike" \
     env $share HAR_NODE_SIZE=1 $mpi 2 "$prog" --device --mixed --counts 1000,300001,1000003 --types float,int64 --no-mpi-cases --expect across
 # A rank killed in the middle of calls on device buffers: the job ends, no

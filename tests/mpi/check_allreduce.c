@@ -219,12 +219,17 @@ static int expect_across; /* --expect across: its place in expect_paths + 1, or 
 static long expect_steps = -1;
 
 /* The transport between nodes a call of `bytes` takes, by the README's
- * rule, from the same variables the library reads. */
+ * rule, from the same variables the library reads. HAR_INTER=nccl: NCCL,
+ * unless HAR_NCCL=0 says it cannot serve (then by size); the tests that
+ * expect it keep to the types and ops NCCL reduces. */
 static int across_path(size_t bytes)
 {
-    const char *inter = getenv("HAR_INTER"), *max = getenv("HAR_DOUBLING_MAX");
-    if (inter && strcmp(inter, "auto"))
+    const char *inter = getenv("HAR_INTER"), *max = getenv("HAR_DOUBLING_MAX"), *nccl = getenv("HAR_NCCL");
+    if (inter && !strcmp(inter, "nccl")) {
+        if (!nccl || strcmp(nccl, "0")) return har_counter_index("inter_nccl");
+    } else if (inter && strcmp(inter, "auto")) {
         return har_counter_index(!strcmp(inter, "mpi") ? "inter_mpi" : inter);
+    }
     char *end = NULL;
     double limit = max ? strtod(max, &end) : 65536;
     if (end && *end) limit *= *end == 'K' || *end == 'k' ? 1024.0 : *end == 'M' || *end == 'm' ? 1048576.0 : 1073741824.0;

@@ -60,6 +60,13 @@ check_fails "a wrong --expect fails (the ring for a small call)" "FAIL rank" \
 check "np 4 as 2 nodes of 2, inter-node by the MPI (HAR_INTER=mpi)" \
     env HAR_NODE_SIZE=2 HAR_INTER=mpi $mpi 4 "$prog" --counts 1,1000,65537 --expect rails,inter_mpi --comms 2 \
     --types int,int32,int64,long,float,double,c_bool,byte
+# HAR_INTER=nccl where NCCL cannot carry the blocks (no GPU here, or a har
+# built without CUDA): one warning on rank 0, and har's own transports by
+# size, every result checked.
+check "np 4 as 2 nodes of 2, HAR_INTER=nccl without NCCL: doubling and ring instead" \
+    env HAR_NODE_SIZE=2 HAR_INTER=nccl HAR_NCCL=0 $mpi 4 "$prog" --counts 1,1000,65537 --expect rails,across --comms 2
+[ "$(grep -c "warning: HAR_INTER=nccl: NCCL cannot carry blocks between nodes on every rank" "$tmp/out")" = 1 ]
+tap_after $? "HAR_INTER=nccl without NCCL: rank 0 says so once (the later communicators counted), naming why" "$tmp/out"
 check "np 4, 4 KiB slots: many chunks per call, every communicator" \
     env HAR_SLOT_BYTES=4K $mpi 4 "$prog" --counts 1,1000,65537 --expect host_segment
 check "np 2, two-shot, 3 reduction threads per rank (results must not change)" \

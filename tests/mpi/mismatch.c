@@ -4,7 +4,9 @@
  * for another count or datatype, MPI_ERR_OP for another op) through the
  * error handler, no wrong data, and no hang; the communicator fails for good
  * after it, and another communicator still works.
- *   mismatch count|type|op [--last] [--count N] [--started] [--enqueue]
+ *   mismatch count|type|op [--last | --from R] [--count N] [--started] [--enqueue]
+ * --from R: the ranks from R on make the different call (with pretend
+ * nodes, whole nodes: only the step between nodes can find it).
  * --started: the differing call is an MPI_Iallreduce, and every rank makes
  * a blocking call on the same communicator (another buffer) before
  * waiting for it: the started call must still end, with its class.
@@ -28,12 +30,13 @@
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int rank, size, n = 10, last = 0, started = 0, enqueue = 0;
+    int rank, size, n = 10, last = 0, from = 1, started = 0, enqueue = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *what = argc > 1 ? argv[1] : "count";
     for (int a = 2; a < argc; a++) {
         if (!strcmp(argv[a], "--last")) last = 1;
+        else if (!strcmp(argv[a], "--from") && a + 1 < argc) from = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--count") && a + 1 < argc) n = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--started")) started = 1;
         else if (!strcmp(argv[a], "--enqueue")) enqueue = 1;
@@ -59,7 +62,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 2; i++)  /* the node learns of CUDA, then sets the device engines up, alike */
         MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_INT, MPI_SUM, comm);
 #endif
-    int odd = last ? rank == size - 1 : rank != 0;
+    int odd = last ? rank == size - 1 : rank >= from;
     int count = n;
     MPI_Datatype type = MPI_INT;
     MPI_Op op = MPI_SUM;

@@ -181,15 +181,25 @@ static void check_plan(const har_plan_in_t *in, const har_settings_t *s)
     CHECK((p.paths & engine_bit) && (p.engine == HAR_PATH_MPI || har_engine_set()->by_path[p.engine]),
           "plan engine %d not among its paths %#x", p.engine, p.paths);
     CHECK(p.one_shot == !!(p.paths & B(ONE_SHOT)), "one_shot %d but paths %#x", p.one_shot, p.paths);
-    int inter = !!(p.paths & (B(RAILS) | B(LEADER) | B(RING) | B(DOUBLING) | B(INTER_MPI)));
+    unsigned transports = B(RING) | B(DOUBLING) | B(INTER_MPI) | B(INTER_NCCL);
+    int inter = !!(p.paths & (B(RAILS) | B(LEADER) | transports));
     CHECK(inter == (in->nnodes > 1 && p.engine != HAR_PATH_MPI),
           "nodes=%d engine %d: inter-node paths %#x", in->nnodes, p.engine, p.paths);
-    /* The transport: HAR_INTER's, or by size, doubling up to HAR_DOUBLING_MAX. */
-    int transport = s->inter_path != HAR_INTER_AUTO ? s->inter_path
-                    : in->bytes <= (uint64_t)s->doubling_max ? HAR_PATH_DOUBLING : HAR_PATH_RING;
+    /* The transport: HAR_INTER's, or by size, doubling up to HAR_DOUBLING_MAX;
+     * NCCL only where the communicator agreed to it, for its own types
+     * (32- and 64-bit floats and integers) and ops (sum, prod, min, max),
+     * not under HAR_CHECK, else by size. */
+    int t = in->dev_type, o = in->dev_op;
+    int nccl_reduces = (t == HAR_DT_F32 || t == HAR_DT_F64 || t == HAR_DT_I32 || t == HAR_DT_U32 || t == HAR_DT_I64 ||
+                        t == HAR_DT_U64) && (o == HAR_OP_SUM || o == HAR_OP_PROD || o == HAR_OP_MIN || o == HAR_OP_MAX);
+    int by_size = in->bytes <= (uint64_t)s->doubling_max ? HAR_PATH_DOUBLING : HAR_PATH_RING;
+    int transport = s->inter_path == HAR_PATH_INTER_NCCL
+                        ? (in->nccl_across && !s->check && nccl_reduces ? HAR_PATH_INTER_NCCL : by_size)
+                    : s->inter_path != HAR_INTER_AUTO ? s->inter_path
+                                                      : by_size;
     if (inter)
         CHECK((p.paths & B(RAILS)) == (in->uniform ? B(RAILS) : 0u) &&
-                  (p.paths & (B(RING) | B(DOUBLING) | B(INTER_MPI))) == 1u << transport && p.inter == transport,
+                  (p.paths & transports) == 1u << transport && p.inter == transport,
               "inter-node paths %#x, transport %d (uniform %d, bytes %" PRIu64 ", HAR_INTER %d)", p.paths, p.inter,
               in->uniform, in->bytes, s->inter_path);
     else
@@ -223,7 +233,8 @@ static void sweep_plans(const har_settings_t *s)
                                       B(IPC), IPC1, IPC2, B(PUSH), PUSH1, B(NCCL), B(NCCL) | B(ONE_SHOT), FAKE};
     static const unsigned engines[] = {B(HOST_SEGMENT), B(HOST_SEGMENT) | B(IPC), B(HOST_SEGMENT) | B(NCCL),
                                        B(HOST_SEGMENT) | B(IPC) | B(NCCL), B(HOST_SEGMENT) | B(IPC) | B(NCCL) | FAKE};
-    static const int kinds[][2] = {{HAR_DT_F32, HAR_OP_SUM}, {HAR_DT_I64, HAR_OP_BXOR}, {HAR_DT_NONE, HAR_OP_SUM}};
+    static const int kinds[][2] = {{HAR_DT_F32, HAR_OP_SUM}, {HAR_DT_I64, HAR_OP_BXOR}, {HAR_DT_NONE, HAR_OP_SUM},
+                                   {HAR_DT_U64, HAR_OP_MAX}};
     uint64_t sizes[] = {1, 4, 64, 1000, 1u << 20, (uint64_t)INT_MAX * 8, (uint64_t)s->one_shot_max,
                         (uint64_t)s->one_shot_max + 1, (uint64_t)s->device_one_shot_max,
                         (uint64_t)s->device_one_shot_max + 1, (uint64_t)s->device_push_max,
@@ -240,12 +251,12 @@ static void sweep_plans(const har_settings_t *s)
                     for (int device = 0; device < 2; device++)
                         for (size_t e = 0; e < 5; e++)
                             for (size_t f = 0; f < sizeof forced / sizeof forced[0]; f++)
-                                for (size_t t = 0; t < 3; t++)
+                                for (size_t t = 0; t < 4; t++)
                                     for (int shared = 0; shared < 2; shared++) {
                                         har_plan_in_t in = {sizes[b], 4, locals[l], nodes[k], uniform || nodes[k] == 1,
                                                             device, shared, kinds[t][0], kinds[t][1],
                                                             har_engine_set(), engines[e], forced[f], "TEST_CLASS/1",
-                                                            !device, 0};
+                                                            !device, 0, (int)((b + f + shared) % 2)};
                                         check_plan(&in, s);
                                         in.host_buffers = 0;  /* device buffers the node did not agree on */
                                         check_plan(&in, s);
@@ -297,7 +308,7 @@ static void check_table(void)
          * is on device buffers. */
         if (cases[i].device && !har_engines[HAR_PATH_IPC]) continue;
         har_plan_in_t in = {cases[i].bytes, 4, cases[i].local, cases[i].nodes, 1, cases[i].device, 0, HAR_DT_F32,
-                            HAR_OP_SUM, har_engine_set(), cases[i].engines, 0, cases[i].cls, !cases[i].device, 0};
+                            HAR_OP_SUM, har_engine_set(), cases[i].engines, 0, cases[i].cls, !cases[i].device, 0, 0};
         har_plan_t p = har_plan(&in, &s);
         unsigned got = p.paths & (HOST1 | HOST2 | IPC1 | IPC2 | B(NCCL) | B(MPI));
         CHECK(got == cases[i].want, "table case %zu (bytes %" PRIu64 ", %s): got %#x, want %#x", i, cases[i].bytes,
@@ -306,7 +317,7 @@ static void check_table(void)
     }
     /* A forced choice beats the table. */
     har_plan_in_t in = {1, 4, 2, 1, 1, 1, 0, HAR_DT_F32, HAR_OP_SUM, har_engine_set(), all, B(HOST_SEGMENT),
-                        "GPU_A/nvlink", 0, 0};
+                        "GPU_A/nvlink", 0, 0, 0};
     CHECK(har_plan(&in, &s).engine == HAR_PATH_HOST_SEGMENT, "forced host_segment over the table");
 
     static const char *const bad_tables[] = {
@@ -444,13 +455,14 @@ int main(int argc, char **argv)
     /* Plans: thresholds at their edges, both inter-node engines, then
      * whatever this environment's HAR_* variables give (table aside). */
     static const long long shots[] = {0, 64, 16384, 1ll << 30};
-    static const int inters[] = {HAR_INTER_AUTO, HAR_PATH_RING, HAR_PATH_DOUBLING, HAR_PATH_INTER_MPI};
+    static const int inters[] = {HAR_INTER_AUTO, HAR_PATH_RING, HAR_PATH_DOUBLING, HAR_PATH_INTER_MPI,
+                                 HAR_PATH_INTER_NCCL};
     for (size_t o = 0; o < 4; o++)
         for (size_t d = 0; d < 4; d++)
             for (size_t m = 0; m < 4; m++) {
                 har_settings_t s = {.slot_bytes = 1 << 20, .device_slot_bytes = 32 << 20, .one_shot_max = shots[o],
                                     .device_one_shot_max = shots[d], .nccl_min_bytes = shots[m],
-                                    .inter_path = inters[(o + d) % 4], .doubling_max = shots[(m + 1) % 4],
+                                    .inter_path = inters[(o + d + m) % 5], .doubling_max = shots[(m + 1) % 4],
                                     .device_host_max = shots[(o + m) % 4], .device_push_max = shots[(d + m + 1) % 4],
                                     .device_ahead_max = shots[(o + d + 2) % 4],
                                     .device_start_max = shots[(o + m + 3) % 4],
@@ -458,7 +470,9 @@ int main(int argc, char **argv)
                                     .max_bytes = 1ll << 50};
                 sweep_plans(&s);
             }
-    CHECK(started_beyond_blocking > 0, "no started call was planned on the kernels beyond HAR_DEVICE_AHEAD_MAX");
+    /* A build without CUDA has no kernels to plan them on. */
+    CHECK(started_beyond_blocking > 0 || !har_engines[HAR_PATH_IPC],
+          "no started call was planned on the kernels beyond HAR_DEVICE_AHEAD_MAX");
     check_table();
     check_derive();
     check_grid();

@@ -1,11 +1,13 @@
 /* NCCL, loaded at run time (never linked): the few declarations har needs,
  * with the values of NCCL's stable C ABI, so that har builds where no NCCL
- * header is installed and runs where no NCCL library is. Used by libhar's
- * device path and by har-bench (each keeps its own copy). */
-#ifndef HAR_NCCL_API_H
-#define HAR_NCCL_API_H
+ * header is installed and runs where no NCCL library is. libhar loads it
+ * once per process (har_cuda_nccl: its NCCL engine on one node, and the
+ * transport between nodes); the tools load their own copy. */
+#ifndef HAR_CUDA_NCCL_H
+#define HAR_CUDA_NCCL_H
 
 #include <stddef.h>
+#include "core/common.h"
 
 typedef struct ncclComm *har_ncclComm_t;
 typedef struct { char internal[128]; } har_ncclUniqueId;
@@ -34,7 +36,7 @@ typedef struct {
 /* Opens `library` (a file name the loader searches for, or a path) and binds
  * the calls above. Whether it could: 0 with a reason in `why` if not (a
  * library that is missing is no failure of har's, only an engine fewer). */
-static inline int har_engine_nccl_load(har_nccl_api_t *api, const char *library, char *why, size_t why_len)
+static inline int har_cuda_nccl_load(har_nccl_api_t *api, const char *library, char *why, size_t why_len)
 {
     memset(api, 0, sizeof *api);
     void *lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
@@ -62,5 +64,13 @@ static inline int har_engine_nccl_load(har_nccl_api_t *api, const char *library,
     api->version = version;
     return 1;
 }
+
+/* libhar's NCCL (HAR_NCCL), loaded on first use; NULL where it cannot be,
+ * with the reason in *why. */
+HAR_HIDDEN const har_nccl_api_t *har_cuda_nccl(const char **why);
+/* NCCL's ncclDataType_t and ncclRedOp_t for har's type and op codes
+ * (core/types.h); -1 where NCCL has none. */
+HAR_HIDDEN int har_cuda_nccl_type(int dev_type);
+HAR_HIDDEN int har_cuda_nccl_op(int dev_op);
 
 #endif

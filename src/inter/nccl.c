@@ -1,0 +1,217 @@
+/* NCCL's all-reduce on the rail, a transport of inter.h (HAR_INTER=nccl):
+ * each block between nodes goes to ncclAllReduce on a NCCL communicator of
+ * this rank's rail (or the leaders'), made at the rail's first block that
+ * the plan gives it, on the GPU of that block (or the current one for host
+ * blocks). It moves device memory as it is; a host block (a node whose
+ * ranks hold host buffers) goes through a device copy of its own.
+ *
+ * NCCL checks nothing of what its ranks call, so a call's first block is
+ * preceded by har's header exchange around the nodes (ring.c), which finds
+ * a rank whose count, type or op differs before any data moves. Its wait is
+ * har's bounded wait on its stream (local peers' liveness, failure notices
+ * from other nodes, HAR_TIMEOUT); on a failure the communicator is aborted,
+ * which ends NCCL's kernels (har's abort flag does not reach them), and it
+ * serves no more. The plan gives it only what every rank agreed it can
+ * carry: NCCL's types and ops, not under HAR_CHECK (plan.c). */
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "core/log.h"
+#include "cuda/driver.h"
+#include "cuda/nccl.h"
+#include "cuda/stream.h"
+#include "inter/inter.h"
+
+struct har_inter_nccl {
+    const har_nccl_api_t *api;
+    har_ncclComm_t comm;        /* NULL once aborted: the rail serves no more */
+    int gpu;
+    cudaStream_t stream;
+    char *scratch;              /* device memory for host blocks, scratch_bytes */
+    size_t scratch_bytes;
+};
+
+int har_inter_nccl_here(char *why, size_t len)
+{
+    const char *not_loaded;
+    if (!har_cuda_nccl(&not_loaded)) {
+        snprintf(why, len, "NCCL is not loaded: %s", not_loaded);
+        return 0;
+    }
+    int gpus = 0;
+    if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
+        cudaGetLastError();
+        snprintf(why, len, "no GPU");
+        return 0;
+    }
+    return 1;
+}
+
+static void release(har_node_t *node)
+{
+    struct har_inter_nccl *t = node->inter_nccl;
+    if (!t) return;
+    har_cuda_scope_t scope;
+    if (har_cuda_enter(t->gpu, &scope) == HAR_OK) {
+        /* Nothing is in flight: abort is a local teardown, where destroy
+         * may wait for peers that free in another order. */
+        if (t->comm) t->api->comm_abort(t->comm);
+        if (t->stream) cudaStreamDestroy(t->stream);
+        if (t->scratch) cudaFree(t->scratch);
+        cudaGetLastError();
+        har_cuda_leave(&scope);
+    }
+    free(t);
+    node->inter_nccl = NULL;
+}
+
+/* The rail's NCCL communicator: the rail's first rank makes NCCL's id and
+ * sends it; every rank makes its stream; the rail agrees that all could
+ * (so that none waits in ncclCommInitRank for one that will not come);
+ * then all join. The block's GPU is where its data is, else the current
+ * device. On a failure node->inter_nccl stays NULL and the call fails. */
+static har_status_t make_comm(har_node_t *node, const har_inter_block_t *b)
+{
+    const char *step = "inter_nccl set-up";
+    const har_nccl_api_t *api = har_cuda_nccl(NULL);
+    struct har_inter_nccl *t = calloc(1, sizeof *t);
+    int gpu = -1, ok = api && t;
+    if (ok && b->kind == HAR_MEM_DEVICE) har_cuda_mem_kind(b->data, &gpu);
+    else if (ok && cudaGetDevice(&gpu) != cudaSuccess) gpu = -1;
+    ok = ok && gpu >= 0;
+    har_cuda_scope_t scope = {0};
+    int entered = ok && har_cuda_enter(gpu, &scope) == HAR_OK;
+    if (entered) {
+        t->api = api;
+        t->gpu = gpu;
+        ok = har_cuda_status(cudaStreamCreateWithFlags(&t->stream, cudaStreamNonBlocking), "cudaStreamCreate") ==
+             HAR_OK;
+    } else {
+        ok = 0;
+    }
+    struct { har_ncclUniqueId id; int ok; } id;
+    memset(&id, 0, sizeof id);
+    if (ok && node->across_rank == 0) {
+        har_ncclResult_t r = api->get_unique_id(&id.id);
+        if (r != HAR_NCCL_SUCCESS) har_note("ncclGetUniqueId: %s", api->get_error_string(r));
+        ok = r == HAR_NCCL_SUCCESS;
+    }
+    id.ok = ok;
+    int all = 0;
+    MPI_Request req;
+    har_status_t st = har_node_exchange(node, PMPI_Iallreduce(&ok, &all, 1, MPI_INT, MPI_MIN, node->notice_comm, &req),
+                                        &req, step);
+    if (st == HAR_OK)
+        st = har_node_exchange(node, PMPI_Ibcast(&id, (int)sizeof id, MPI_BYTE, 0, node->notice_comm, &req), &req,
+                               step);
+    if (st == HAR_OK && (!all || !id.ok)) {
+        if (ok) har_note("NCCL could not be set up on another rank of this rank's rail");
+        else if (gpu < 0) har_note("NCCL between nodes: no GPU for the rail's communicator");
+        st = HAR_ERR_CUDA;
+        har_node_fail(node, st, -1, step);
+    }
+    if (st == HAR_OK) {
+        har_ncclResult_t r = api->comm_init_rank(&t->comm, node->across_size, id.id, node->across_rank);
+        if (r != HAR_NCCL_SUCCESS) {
+            har_note("ncclCommInitRank: %s", api->get_error_string(r));
+            t->comm = NULL;
+            st = HAR_ERR_CUDA;
+            har_node_fail(node, st, -1, step);
+        }
+    }
+    if (entered) har_cuda_leave(&scope);
+    if (st == HAR_OK) {
+        node->inter_nccl = t;
+        if (node->across_rank == 0)
+            HAR_LOG(HAR_LOG_DEBUG, "NCCL %d.%d.%d carries blocks between %d nodes", api->version / 10000,
+                    api->version / 100 % 100, api->version % 100, node->across_size);
+        return HAR_OK;
+    }
+    node->inter_nccl = t;  /* released with the others where the communicator goes */
+    if (t && t->comm) api->comm_abort(t->comm), t->comm = NULL;
+    return st;
+}
+
+static har_status_t async_error(void *ctx)
+{
+    struct har_inter_nccl *t = ctx;
+    har_ncclResult_t async = HAR_NCCL_SUCCESS;
+    if (!t->comm || t->api->comm_get_async_error(t->comm, &async) != HAR_NCCL_SUCCESS ||
+        async == HAR_NCCL_SUCCESS || async == HAR_NCCL_IN_PROGRESS)
+        return HAR_OK;
+    har_note("NCCL all-reduce between nodes failed: %s", t->api->get_error_string(async));
+    return HAR_ERR_CUDA;
+}
+
+static void abort_comm(void *ctx)
+{
+    struct har_inter_nccl *t = ctx;
+    if (t->comm) t->api->comm_abort(t->comm);
+    t->comm = NULL;
+}
+
+/* Room for a host block of `bytes` on the device. cudaFree waits for the
+ * whole device, so the scratch only grows, by doubling. */
+static har_status_t scratch_for(struct har_inter_nccl *t, size_t bytes)
+{
+    if (bytes <= t->scratch_bytes) return HAR_OK;
+    size_t want = t->scratch_bytes ? t->scratch_bytes : 1 << 20;
+    while (want < bytes) want *= 2;
+    if (t->scratch) cudaFree(t->scratch);
+    t->scratch = NULL;
+    t->scratch_bytes = 0;
+    har_status_t st = har_cuda_status(cudaMalloc((void **)&t->scratch, want), "cudaMalloc (NCCL between nodes)");
+    if (st == HAR_OK) t->scratch_bytes = want;
+    return st;
+}
+
+static har_status_t nccl_allreduce(har_node_t *node, const har_inter_block_t *b)
+{
+    const char *step = "inter_nccl";
+    if (node->across_size == 1) return HAR_OK;
+    har_status_t st = b->first ? har_inter_check_calls(node, b, step) : HAR_OK;
+    if (st == HAR_OK && !node->inter_nccl) st = make_comm(node, b);
+    if (st != HAR_OK) return st;
+    struct har_inter_nccl *t = node->inter_nccl;
+    if (!t->comm) {  /* aborted by an earlier failure */
+        har_note("NCCL between nodes was aborted by an earlier failure");
+        har_node_fail(node, HAR_ERR_PEER_FAILED, -1, step);
+        return HAR_ERR_PEER_FAILED;
+    }
+    size_t bytes = b->n * b->call->red.elem_size;
+    har_cuda_scope_t scope;
+    if ((st = har_cuda_enter(t->gpu, &scope)) != HAR_OK) {
+        har_node_fail(node, st, -1, step);
+        return st;
+    }
+    char *data = b->data;
+    if (b->kind == HAR_MEM_HOST && (st = scratch_for(t, bytes)) == HAR_OK) {
+        data = t->scratch;
+        st = har_cuda_status(cudaMemcpyAsync(data, b->data, bytes, cudaMemcpyHostToDevice, t->stream),
+                             "copy to device (NCCL between nodes)");
+    }
+    if (st == HAR_OK) {
+        har_ncclResult_t r = t->api->all_reduce(data, data, b->n, har_cuda_nccl_type(b->call->red.dev_type),
+                                                har_cuda_nccl_op(b->call->red.dev_op), t->comm, t->stream);
+        if (r != HAR_NCCL_SUCCESS && r != HAR_NCCL_IN_PROGRESS) {
+            har_note("ncclAllReduce between nodes: %s", t->api->get_error_string(r));
+            abort_comm(t);
+            st = HAR_ERR_CUDA;
+        }
+    }
+    if (st == HAR_OK && b->kind == HAR_MEM_HOST)
+        st = har_cuda_status(cudaMemcpyAsync(b->data, data, bytes, cudaMemcpyDeviceToHost, t->stream),
+                             "copy to host (NCCL between nodes)");
+    if (st == HAR_OK) {
+        har_cuda_watch_t watch = {async_error, abort_comm, t};
+        st = har_cuda_wait(t->stream, node, &watch, step);
+    }
+    if (st != HAR_OK) har_node_fail(node, st, -1, step);  /* the first record of a failure stands */
+    har_cuda_leave(&scope);
+    return st;
+}
+
+static int always(void) { return 1; }
+
+const har_inter_t har_inter_nccl = {HAR_PATH_INTER_NCCL, always, 0, NULL, nccl_allreduce, release};
