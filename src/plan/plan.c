@@ -165,7 +165,9 @@ har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s)
     return p;
 }
 
-int har_plan_nccl_reduces(int dev_type, int dev_op)
+/* Does NCCL reduce this type and op (core/types.h's codes)? cuda/nccl.c
+ * maps exactly these to NCCL's. */
+static int nccl_reduces(int dev_type, int dev_op)
 {
     int type = dev_type == HAR_DT_F32 || dev_type == HAR_DT_F64 || dev_type == HAR_DT_I32 || dev_type == HAR_DT_U32 ||
                dev_type == HAR_DT_I64 || dev_type == HAR_DT_U64;
@@ -179,7 +181,7 @@ int har_plan_nccl_reduces(int dev_type, int dev_op)
 int har_plan_inter(const har_plan_in_t *in, const har_settings_t *s)
 {
     int nccl = s->inter_path == HAR_PATH_INTER_NCCL;
-    if (nccl && in->nccl_across && !s->check && har_plan_nccl_reduces(in->dev_type, in->dev_op))
+    if (nccl && in->nccl_across && !s->check && nccl_reduces(in->dev_type, in->dev_op))
         return HAR_PATH_INTER_NCCL;
     if (s->inter_path != HAR_INTER_AUTO && !nccl) return s->inter_path;
     return in->bytes <= (uint64_t)s->doubling_max ? HAR_PATH_DOUBLING : HAR_PATH_RING;

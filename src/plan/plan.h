@@ -138,8 +138,6 @@ HAR_HIDDEN har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s)
  * the call's size, type and op, rank 0's settings and what the whole
  * communicator agreed at set-up. */
 HAR_HIDDEN int har_plan_inter(const har_plan_in_t *in, const har_settings_t *s);
-/* Does NCCL reduce this type and op (core/types.h's codes)? */
-HAR_HIDDEN int har_plan_nccl_reduces(int dev_type, int dev_op);
 /* The candidate plans' path masks, in the order the thresholds prefer them;
  * returns how many (at most HAR_PLAN_MAX). */
 #define HAR_PLAN_MAX (2 * HAR_PATH_COUNT)
