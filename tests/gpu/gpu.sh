@@ -381,35 +381,34 @@ check "2 nodes of 2, 64 KiB slots, HAR_DEVICE_PIPELINE=0 (one chunk at a time): 
     env $share HAR_NODE_SIZE=2 HAR_SLOT_BYTES=64K HAR_DEVICE_PIPELINE=0 $mpi 4 "$prog" --device --counts 65537,300001 --sample 4 --seed $seed $ktypes --comms 2 --no-mpi-cases --expect ipc,ring
 # An MPI that moves device memory (tests/gpu/cuda_aware.c stands in for
 # one): the transports between nodes get the device shards as they are, no
-# host copy of har's. stand_in DESCRIPTION LINES PATTERN NP VAR=VALUE... --
+# host copy of har's. stand_in DESCRIPTION LINES PATTERN NP "VAR=VALUE ..."
 # ARGS...: check_allreduce_gpu on device buffers under the stand-in, with
 # those settings and arguments, passes, and LINES of the shim's closing
 # lines ("cuda_aware shim: ...", one per rank) match PATTERN (LINES "some":
 # at least one).
 stand_in() {
-    local desc=$1 lines=$2 pattern=$3 np=$4 vars=()
-    shift 4
-    while [ "$1" != -- ]; do vars+=("$1"); shift; done
-    shift
+    desc=$1 lines=$2 pattern=$3 np=$4 vars=$5
+    shift 5
     runs "$desc" || return 0
-    env $share HAR_DEVICE_HOST_MAX=0 "${vars[@]}" LD_PRELOAD="$top_builddir/tests/gpu/.libs/libcudaaware.so" \
+    env $share HAR_DEVICE_HOST_MAX=0 $vars LD_PRELOAD="$top_builddir/tests/gpu/.libs/libcudaaware.so" \
         $mpi "$np" "$prog" --device --counts 1,1000,65537,300001 --sample 4 --seed $seed --no-mpi-cases "$@" > "$tmp/out" 2>&1
-    local rc=$? n
+    rc=$?
     n=$(grep -c "cuda_aware shim: $pattern" "$tmp/out")
     [ $rc = 0 ] && { [ "$n" = "$lines" ] || { [ "$lines" = some ] && [ "$n" -gt 0 ]; }; }
     tap_report $? "$desc" "$tmp/out"
 }
 stand_in "HAR_MPI_CUDA_P2P=1 under a stand-in CUDA-aware MPI: the ring moves device memory, results checked" \
-    some "[1-9][0-9]* device sends" 4 HAR_NODE_SIZE=2 HAR_MPI_CUDA_P2P=1 -- $ktypes --comms 2 --expect ipc,across
+    some "[1-9][0-9]* device sends" 4 "HAR_NODE_SIZE=2 HAR_MPI_CUDA_P2P=1" $ktypes --comms 2 --expect ipc,across
 stand_in "HAR_MPI_CUDA_P2P=1 under the stand-in, 3 pretend nodes of 1, HAR_INTER=doubling: device blocks reduced and copied on the GPU" \
-    some "[1-9][0-9]* device sends" 3 HAR_NODE_SIZE=1 HAR_INTER=doubling HAR_MPI_CUDA_P2P=1 -- $ktypes --expect ipc,doubling
+    some "[1-9][0-9]* device sends" 3 "HAR_NODE_SIZE=1 HAR_INTER=doubling HAR_MPI_CUDA_P2P=1" $ktypes --expect ipc,doubling
 # HAR_INTER=mpi hands the device shards to the MPI's MPI_Iallreduce where
 # its non-blocking collectives take device memory (every rank carries a
 # shard between the nodes: each says so); the types the MPIs reduce right,
 # as in tests/mpi/matrix.sh.
 stand_in "HAR_MPI_CUDA_NONBLOCKING=1 under the stand-in, 2 nodes of 2, HAR_INTER=mpi: the device shards go to the MPI's all-reduce as they are" \
-    4 "0 device sends, 0 device receives, [1-9][0-9]* device all-reduces" 4 HAR_NODE_SIZE=2 HAR_INTER=mpi \
-    HAR_MPI_CUDA_NONBLOCKING=1 -- --types int,int32,int64,long,float,double --comms 2 --expect ipc,inter_mpi
+    4 "0 device sends, 0 device receives, [1-9][0-9]* device all-reduces" 4 \
+    "HAR_NODE_SIZE=2 HAR_INTER=mpi HAR_MPI_CUDA_NONBLOCKING=1" --types int,int32,int64,long,float,double --comms 2 \
+    --expect ipc,inter_mpi
 # HAR_INTER=nccl: NCCL carries the blocks between pretend nodes. Each
 # pretend node is another host to NCCL (NCCL_HOSTID), whose ranks on one
 # GPU then meet over sockets on the loopback: NCCL refuses two ranks of
