@@ -112,6 +112,8 @@ typedef struct ipc {
     cudaStream_t fold;                   /* where the transport's reductions of device blocks run */
     int dtype, op;                       /* the call in progress, for them */
     uint64_t epoch;                      /* device barriers used; the same on every rank */
+    uint64_t launched_epoch;             /* the last barrier kernel's epoch, and its grid */
+    int launched_blocks;
     unsigned seq;                        /* chunks so far: which slot is next; the same on every rank */
     size_t slots_at;                     /* where the data slots start in a segment */
     /* The push kernels (ipc_kernels.cu): their area in every segment, per call
@@ -451,14 +453,6 @@ static void next_chunk(ipc_t *d, const har_call_t *call, size_t chunk, size_t do
     for (int r = 0; r < d->nranks; r++) a->slot[r] = d->peer[r] + d->slots_at + slot * d->slot_bytes;
 }
 
-/* The barrier kernels' last blocking call on one node, as the host waits for it:
- * the last kernel's epoch and grid. */
-typedef struct {
-    const ipc_t *d;
-    uint64_t epoch;
-    int blocks;
-} chunks_wait_t;
-
 /* A barrier passes once every peer's flag holds at least its epoch, so the
  * epochs must grow in the order the kernels are queued, which is the same
  * on every local rank: across nodes the next chunk's reduction is queued
@@ -466,14 +460,13 @@ typedef struct {
  * peer's later reduction open this gather early. Each barrier takes the
  * next epoch as its kernel is queued (the kernel meets at a->epoch + 1 and,
  * for the gather, a->epoch + 2). */
-static har_status_t launch(ipc_t *d, har_engine_dev_args_t *a, int phase, chunks_wait_t *launched)
+static har_status_t launch(ipc_t *d, har_engine_dev_args_t *a, int phase)
 {
     a->phase = phase;
-    a->epoch = phase == HAR_DEV_GATHER ? d->epoch - 1 : d->epoch;
+    a->epoch = d->launched_epoch = phase == HAR_DEV_GATHER ? d->epoch - 1 : d->epoch;
     d->epoch += phase == HAR_DEV_WHOLE ? 2 : 1;
-    int blocks = har_engine_dev_blocks(a->n * a->elem, d->max_blocks);
-    if (launched) *launched = (chunks_wait_t){d, a->epoch, blocks};
-    return har_cuda_status(har_engine_dev_launch(a, blocks, d->queue), "kernel launch");
+    d->launched_blocks = har_engine_dev_blocks(a->n * a->elem, d->max_blocks);
+    return har_cuda_status(har_engine_dev_launch(a, d->launched_blocks, d->queue), "kernel launch");
 }
 
 /* This rank's shard of a chunk, on the device. */
@@ -490,7 +483,7 @@ static har_status_t reduce_out(ipc_t *d, har_engine_dev_args_t *a, int i, int ou
 {
     size_t len;
     char *shard = shard_of(d, a, &len);
-    har_status_t st = launch(d, a, HAR_DEV_REDUCE, NULL);
+    har_status_t st = launch(d, a, HAR_DEV_REDUCE);
     if (st == HAR_OK && len > 0 && out)
         st = har_cuda_status(cudaMemcpyAsync(d->stage[i], shard, len * a->elem, cudaMemcpyDeviceToHost, d->stream),
                              "copy to host");
@@ -540,7 +533,7 @@ static har_status_t run_across(ipc_t *d, har_node_t *node, const har_call_t *cal
         if (st == HAR_OK && len > 0 && !direct)
             st = har_cuda_status(cudaMemcpyAsync(shard, d->stage[c % 2], len * now->elem, cudaMemcpyHostToDevice,
                                                  d->stream), "copy to device");
-        if (st == HAR_OK) st = launch(d, now, HAR_DEV_GATHER, NULL);
+        if (st == HAR_OK) st = launch(d, now, HAR_DEV_GATHER);
         if (st == HAR_OK && more && !overlap) {  /* HAR_DEVICE_PIPELINE=0: the next chunk after this one */
             if ((st = har_cuda_wait(d->stream, node, watch, "device")) != HAR_OK) break;
             next_chunk(d, call, chunk, done + now->n, then);
@@ -550,22 +543,22 @@ static har_status_t run_across(ipc_t *d, har_node_t *node, const har_call_t *cal
     return st;
 }
 
-/* Events for the pipeline, and what the transport `inter` needs, on first
- * need: pinned host buffers for the shards where it takes host memory; its
- * scratch of the shards' kind (and, on the device, a stream for its
- * reductions) where it reduces with har's code. */
+/* Pinned host buffers (or device scratch, for a transport `inter` that
+ * takes device memory) and events for the pipeline, on first need. */
 static har_status_t across_buffers(ipc_t *d, int inter)
 {
     har_status_t st = HAR_OK;
-    int direct = har_inter_takes(inter, HAR_MEM_DEVICE), scratch = har_inter_uses_scratch(inter);
     for (int i = 0; i < 2 && st == HAR_OK; i++)
         if (!d->out[i]) st = har_cuda_status(cudaEventCreateWithFlags(&d->out[i], cudaEventDisableTiming), "event");
-    for (int i = 0; i < 2 && st == HAR_OK && !direct; i++)
+    if (har_inter_takes(inter, HAR_MEM_DEVICE)) {
+        if (st == HAR_OK && !d->dtmp) st = har_cuda_status(cudaMalloc((void **)&d->dtmp, d->slot_bytes), "cudaMalloc");
+        if (st == HAR_OK && !d->fold)
+            st = har_cuda_stream_create((void **)&d->fold);
+        return st;
+    }
+    for (int i = 0; i < 2 && st == HAR_OK; i++)
         if (!d->stage[i]) st = pinned_alloc(&d->stage[i], d->slot_bytes, d->numa, "staging between nodes");
-    if (st != HAR_OK || !scratch) return st;
-    if (!direct) return d->tmp ? HAR_OK : pinned_alloc(&d->tmp, d->slot_bytes, d->numa, "the transport's scratch");
-    if (!d->dtmp) st = har_cuda_status(cudaMalloc((void **)&d->dtmp, d->slot_bytes), "cudaMalloc");
-    if (st == HAR_OK && !d->fold) st = har_cuda_stream_create((void **)&d->fold);
+    if (st == HAR_OK && !d->tmp) st = pinned_alloc(&d->tmp, d->slot_bytes, d->numa, "the transport's scratch");
     return st;
 }
 
@@ -642,11 +635,10 @@ static void stop_failed(ipc_t *d)
     cudaGetLastError();
 }
 
-/* Queues the barrier kernels of call `no`, its watch in *w. `tell`
- * (one node only): the last chunk's blocks store their end in
- * chunks_done, and *tell is how to wait for it. */
+/* Queues the barrier kernels of call `no`, its watch in *w. `tell`: on
+ * one node, the last chunk's blocks store their end in chunks_done. */
 static har_status_t launch_chunks(ipc_t *d, har_node_t *node, const har_call_t *call, const har_plan_t *plan,
-                                  uint64_t no, chunks_wait_t *tell, call_watch_t *w)
+                                  uint64_t no, int tell, call_watch_t *w)
 {
     *w = (call_watch_t){d, node, call, no, BARRIER_CALL_ID(d->epoch), d->max_blocks, "ahead", NULL};
     har_engine_dev_args_t a;
@@ -674,14 +666,20 @@ static har_status_t launch_chunks(ipc_t *d, har_node_t *node, const har_call_t *
         /* One node: chunks queue up back to back. */
         for (size_t done = 0; done < call->count && st == HAR_OK; done += a.n) {
             next_chunk(d, call, chunk, done, &a);
-            int last = done + a.n == call->count;
-            a.done = tell && last ? d->push_host_dev->chunks_done : NULL;
-            st = launch(d, &a, HAR_DEV_WHOLE, last ? tell : NULL);
+            a.done = tell && done + a.n == call->count ? d->push_host_dev->chunks_done : NULL;
+            st = launch(d, &a, HAR_DEV_WHOLE);
         }
     }
     if (st != HAR_OK) stop_failed(d);
     return st;
 }
+
+/* The barrier kernels' last blocking call on one node, as the host waits for it. */
+typedef struct {
+    const ipc_t *d;
+    uint64_t epoch;
+    int blocks;
+} chunks_wait_t;
 
 /* 1 once every block of the call's last kernel told its end. A block
  * that stopped (a difference, the abort flag) never does: the wait's
@@ -704,8 +702,8 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
     call_watch_t w;
     int ahead = (plan->paths & HAR_BIT(AHEAD)) != 0, tell = node->nnodes == 1;
     har_cuda_watch_t watch = {ahead ? ahead_poll : NULL, stop_call, &w};
-    chunks_wait_t ended = {d, 0, 0};
-    har_status_t st = launch_chunks(d, node, call, plan, node->call, tell ? &ended : NULL, &w);
+    har_status_t st = launch_chunks(d, node, call, plan, node->call, tell, &w);
+    chunks_wait_t ended = {d, d->launched_epoch, d->launched_blocks};
     if (st == HAR_OK)
         st = tell ? har_cuda_wait_flags(d->stream, chunks_done, &ended, node, &watch, "device")
                   : har_cuda_wait(d->stream, node, &watch, "device");
@@ -865,7 +863,7 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
     if (st == HAR_OK && !o->push && !*ended)
         st = har_cuda_status(cudaEventCreateWithFlags(ended, cudaEventDisableTiming), "event");
     if (st == HAR_OK && o->push) st = launch_push(d, node, &o->call, no, after, 0, &o->watch);
-    else if (st == HAR_OK) st = launch_chunks(d, node, &o->call, plan, no, NULL, &o->watch);
+    else if (st == HAR_OK) st = launch_chunks(d, node, &o->call, plan, no, 0, &o->watch);
     if (st == HAR_OK && !o->push &&
         (st = har_cuda_status(cudaEventRecord(*ended, d->started), "cudaEventRecord")) != HAR_OK)
         stop_failed(d);
