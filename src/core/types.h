@@ -12,6 +12,8 @@ typedef enum {
     HAR_OP_BAND, HAR_OP_BOR, HAR_OP_BXOR, HAR_OP_LAND, HAR_OP_LOR, HAR_OP_LXOR
 } har_opcode_t;
 #define HAR_OP_BIT(op) (1u << HAR_OP_##op)
+/* The ops NCCL reduces (on every type but HAR_DT_NONE). */
+#define HAR_NCCL_OPS (HAR_OP_BIT(SUM) | HAR_OP_BIT(PROD) | HAR_OP_BIT(MIN) | HAR_OP_BIT(MAX))
 
 /* Where a buffer lives (cuda/driver.h finds it out). */
 typedef enum { HAR_MEM_HOST = 0, HAR_MEM_DEVICE = 1, HAR_MEM_MANAGED = 2 } har_mem_kind_t;

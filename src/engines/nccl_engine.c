@@ -142,6 +142,6 @@ static har_status_t nccl_run(void *engine, har_node_t *node, const har_call_t *c
  * large calls first (HAR_NCCL_MIN_BYTES), else after the kernels. */
 const har_engine_t har_engine_nccl = {
     .can = {.path = HAR_PATH_NCCL, .takes = HAR_TAKES_DEVICE, .kernel_types = 1,
-            .ops = HAR_OP_BIT(SUM) | HAR_OP_BIT(PROD) | HAR_OP_BIT(MIN) | HAR_OP_BIT(MAX), .rank = 2,
+            .ops = HAR_NCCL_OPS, .rank = 2,
             .first_from = HAR_SETTING(nccl_min_bytes)},
     .setup = nccl_setup, .run = nccl_run, .destroy = nccl_destroy};

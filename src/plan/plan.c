@@ -165,15 +165,6 @@ har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s)
     return p;
 }
 
-/* Does NCCL reduce this type and op (core/types.h's codes)? cuda/nccl.c
- * maps exactly these to NCCL's. */
-static int nccl_reduces(int dev_type, int dev_op)
-{
-    int type = dev_type == HAR_DT_F32 || dev_type == HAR_DT_F64 || dev_type == HAR_DT_I32 || dev_type == HAR_DT_U32 ||
-               dev_type == HAR_DT_I64 || dev_type == HAR_DT_U64;
-    return type && (dev_op == HAR_OP_SUM || dev_op == HAR_OP_PROD || dev_op == HAR_OP_MIN || dev_op == HAR_OP_MAX);
-}
-
 /* Recursive doubling crosses in log2(nodes) steps of the whole block (one
  * more each way where the count of nodes is no power of two), the ring in
  * 2(nodes-1) steps of 1/nodes of it: small calls are worth the steps. NCCL
@@ -181,7 +172,8 @@ static int nccl_reduces(int dev_type, int dev_op)
 int har_plan_inter(const har_plan_in_t *in, const har_settings_t *s)
 {
     int nccl = s->inter_path == HAR_PATH_INTER_NCCL;
-    if (nccl && in->nccl_across && !s->check && nccl_reduces(in->dev_type, in->dev_op))
+    int nccl_reduces = in->dev_type != HAR_DT_NONE && in->dev_op != HAR_OP_NONE && (HAR_NCCL_OPS >> in->dev_op & 1);
+    if (nccl && in->nccl_across && !s->check && nccl_reduces)
         return HAR_PATH_INTER_NCCL;
     if (s->inter_path != HAR_INTER_AUTO && !nccl) return s->inter_path;
     return in->bytes <= (uint64_t)s->doubling_max ? HAR_PATH_DOUBLING : HAR_PATH_RING;
