@@ -70,7 +70,8 @@ static void release(har_node_t *node)
  * sends it; every rank makes its stream; the rail agrees that all could
  * (so that none waits in ncclCommInitRank for one that will not come);
  * then all join. The block's GPU is where its data is, else the current
- * device. On a failure node->inter_nccl stays NULL and the call fails. */
+ * device. On a failure the call fails, and what was made stays in
+ * node->inter_nccl (with no communicator) until the communicator goes. */
 static har_status_t make_comm(har_node_t *node, const har_inter_block_t *b)
 {
     const char *step = "inter_nccl set-up";
@@ -90,29 +91,28 @@ static har_status_t make_comm(har_node_t *node, const har_inter_block_t *b)
     } else {
         ok = 0;
     }
-    struct { har_ncclUniqueId id; int ok; } id;
+    har_ncclUniqueId id;
     memset(&id, 0, sizeof id);
     if (ok && node->across_rank == 0) {
-        har_ncclResult_t r = api->get_unique_id(&id.id);
+        har_ncclResult_t r = api->get_unique_id(&id);
         if (r != HAR_NCCL_SUCCESS) har_note("ncclGetUniqueId: %s", api->get_error_string(r));
         ok = r == HAR_NCCL_SUCCESS;
     }
-    id.ok = ok;
-    int all = 0;
+    int all = 0;  /* every rank of the rail ready, the first with its id */
     MPI_Request req;
     har_status_t st = har_node_exchange(node, PMPI_Iallreduce(&ok, &all, 1, MPI_INT, MPI_MIN, node->notice_comm, &req),
                                         &req, step);
     if (st == HAR_OK)
         st = har_node_exchange(node, PMPI_Ibcast(&id, (int)sizeof id, MPI_BYTE, 0, node->notice_comm, &req), &req,
                                step);
-    if (st == HAR_OK && (!all || !id.ok)) {
+    if (st == HAR_OK && !all) {
         if (ok) har_note("NCCL could not be set up on another rank of this rank's rail");
         else if (gpu < 0) har_note("NCCL between nodes: no GPU for the rail's communicator");
         st = HAR_ERR_CUDA;
         har_node_fail(node, st, -1, step);
     }
     if (st == HAR_OK) {
-        har_ncclResult_t r = api->comm_init_rank(&t->comm, node->across_size, id.id, node->across_rank);
+        har_ncclResult_t r = api->comm_init_rank(&t->comm, node->across_size, id, node->across_rank);
         if (r != HAR_NCCL_SUCCESS) {
             har_note("ncclCommInitRank: %s", api->get_error_string(r));
             t->comm = NULL;
@@ -129,7 +129,6 @@ static har_status_t make_comm(har_node_t *node, const har_inter_block_t *b)
         return HAR_OK;
     }
     node->inter_nccl = t;  /* released with the others where the communicator goes */
-    if (t && t->comm) api->comm_abort(t->comm), t->comm = NULL;
     return st;
 }
 
