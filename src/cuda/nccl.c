@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "core/config.h"
+#include "core/log.h"
 #include "core/types.h"
 #include "cuda/nccl.h"
 
@@ -49,4 +50,29 @@ int har_cuda_nccl_op(int dev_op)
     case HAR_OP_MAX: return HAR_NCCL_MAX;
     default: return -1;
     }
+}
+
+static har_status_t async_error(void *ctx)
+{
+    har_nccl_comm_t *c = ctx;
+    har_ncclResult_t async = HAR_NCCL_SUCCESS;
+    if (!c->comm || c->api->comm_get_async_error(c->comm, &async) != HAR_NCCL_SUCCESS ||
+        async == HAR_NCCL_SUCCESS || async == HAR_NCCL_IN_PROGRESS)
+        return HAR_OK;
+    har_note("%s failed: %s", c->what, c->api->get_error_string(async));
+    return HAR_ERR_CUDA;
+}
+
+static void abort_comm(void *ctx) { har_cuda_nccl_abort(ctx); }
+
+har_cuda_watch_t har_cuda_nccl_watch(har_nccl_comm_t *c)
+{
+    har_cuda_watch_t watch = {async_error, abort_comm, c};
+    return watch;
+}
+
+void har_cuda_nccl_abort(har_nccl_comm_t *c)
+{
+    if (c->comm) c->api->comm_abort(c->comm);
+    c->comm = NULL;
 }

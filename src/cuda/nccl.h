@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include "core/common.h"
+#include "cuda/stream.h"
 
 typedef struct ncclComm *har_ncclComm_t;
 typedef struct { char internal[128]; } har_ncclUniqueId;
@@ -64,6 +65,24 @@ static inline int har_cuda_nccl_load(har_nccl_api_t *api, const char *library, c
     api->version = version;
     return 1;
 }
+
+/* A NCCL communicator with the NCCL that made it, as the NCCL engine and
+ * the transport between nodes hold it: `comm` is NULL once aborted (it
+ * serves no more); `what` names its all-reduce in har's error text. */
+typedef struct {
+    const har_nccl_api_t *api;
+    har_ncclComm_t comm;
+    const char *what;
+} har_nccl_comm_t;
+/* The watch of har's bounded wait (cuda/stream.h) on work queued on `c`:
+ * NCCL's asynchronous errors end the wait, and on any failure the
+ * communicator is aborted, which ends NCCL's kernels (har's abort flag
+ * does not reach them). */
+HAR_HIDDEN har_cuda_watch_t har_cuda_nccl_watch(har_nccl_comm_t *c);
+/* Aborts `c`'s communicator, if it has one: with work in flight after a
+ * failure, or as the teardown where none is (abort is local, where destroy
+ * may wait for peers that are gone or free in another order). */
+HAR_HIDDEN void har_cuda_nccl_abort(har_nccl_comm_t *c);
 
 /* libhar's NCCL (HAR_NCCL), loaded on first use; NULL where it cannot be,
  * with the reason in *why. */

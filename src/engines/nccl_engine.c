@@ -16,9 +16,8 @@
 #include "engines/engine.h"
 
 typedef struct {
-    const har_nccl_api_t *api;
+    har_nccl_comm_t nccl;     /* the node's communicator; none once aborted by a failure */
     int gpu;                  /* ordinal, in this process, of the GPU it works on */
-    har_ncclComm_t comm;
     cudaStream_t stream;  /* blocking, as the IPC engine's (ipc_engine.c says why) */
 } nccl_t;
 
@@ -28,9 +27,7 @@ static void nccl_destroy(void *engine)
     if (!e) return;
     har_cuda_scope_t scope;
     har_cuda_enter(e->gpu, &scope);
-    /* Nothing is in flight: abort is a local teardown, where destroy may wait
-     * for the peers (gone after a failure, or freeing in another order). */
-    if (e->comm) e->api->comm_abort(e->comm);
+    har_cuda_nccl_abort(&e->nccl);
     if (e->stream) cudaStreamDestroy(e->stream);
     cudaGetLastError();
     har_cuda_leave(&scope);
@@ -54,7 +51,8 @@ static har_engine_state_t nccl_setup(har_node_t *node, const har_cuda_gpu_t *gpu
     int ok = e != NULL;
     struct { har_ncclUniqueId id; int ok; } id = {{{0}}, 1};
     if (ok) {
-        e->api = api;
+        e->nccl.api = api;
+        e->nccl.what = "NCCL all-reduce";
         e->gpu = gpu->ordinal;
         ok = har_cuda_enter(e->gpu, &scope) == HAR_OK &&
              har_cuda_status(cudaStreamCreateWithFlags(&e->stream, cudaStreamDefault), "cudaStreamCreate") == HAR_OK;
@@ -75,12 +73,12 @@ static har_engine_state_t nccl_setup(har_node_t *node, const har_cuda_gpu_t *gpu
         id.ok = 0;
     ok = ok && id.ok;
     if (ok) {
-        har_ncclResult_t r = api->comm_init_rank(&e->comm, node->local_size, id.id, node->local_rank);
+        har_ncclResult_t r = api->comm_init_rank(&e->nccl.comm, node->local_size, id.id, node->local_rank);
         if (r != HAR_NCCL_SUCCESS) {
             snprintf(why, sizeof why, "ncclCommInitRank: %s", api->get_error_string(r));
-            e->comm = NULL;
+            e->nccl.comm = NULL;
         }
-        ok = har_node_agree(node, e->comm != NULL, 0, what, why, instead);
+        ok = har_node_agree(node, e->nccl.comm != NULL, 0, what, why, instead);
     }
     har_cuda_leave(&scope);
     if (!ok) {
@@ -94,42 +92,23 @@ static har_engine_state_t nccl_setup(har_node_t *node, const har_cuda_gpu_t *gpu
     return HAR_ENGINE_READY;
 }
 
-static har_status_t async_error(void *ctx)
-{
-    nccl_t *e = ctx;
-    har_ncclResult_t async = HAR_NCCL_SUCCESS;
-    if (e->api->comm_get_async_error(e->comm, &async) != HAR_NCCL_SUCCESS || async == HAR_NCCL_SUCCESS ||
-        async == HAR_NCCL_IN_PROGRESS)
-        return HAR_OK;
-    har_note("NCCL all-reduce failed: %s", e->api->get_error_string(async));
-    return HAR_ERR_CUDA;
-}
-
-/* After a peer failed: NCCL's kernels stop when its communicator is
- * aborted (har's abort flag does not reach them), and it serves no more. */
-static void abort_comm(void *ctx)
-{
-    nccl_t *e = ctx;
-    if (e->comm) e->api->comm_abort(e->comm);
-    e->comm = NULL;
-}
-
 static har_status_t nccl_run(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan)
 {
     (void)plan;
     nccl_t *e = engine;
-    har_cuda_watch_t watch = {async_error, abort_comm, e};
+    const har_nccl_api_t *api = e->nccl.api;
     har_cuda_scope_t scope;
-    if (!e->comm) return HAR_ERR_PEER_FAILED;  /* aborted by an earlier failure */
+    if (!e->nccl.comm) return HAR_ERR_PEER_FAILED;  /* aborted by an earlier failure */
     har_status_t st = har_cuda_enter(e->gpu, &scope);
     if (st == HAR_OK) {
-        har_ncclResult_t r = e->api->all_reduce(call->in, call->out, call->count, har_cuda_nccl_type(call->red.dev_type),
-                                                har_cuda_nccl_op(call->red.dev_op), e->comm, e->stream);
+        har_ncclResult_t r = api->all_reduce(call->in, call->out, call->count, har_cuda_nccl_type(call->red.dev_type),
+                                             har_cuda_nccl_op(call->red.dev_op), e->nccl.comm, e->stream);
         if (r != HAR_NCCL_SUCCESS && r != HAR_NCCL_IN_PROGRESS) {
-            har_note("ncclAllReduce: %s", e->api->get_error_string(r));
-            abort_comm(e);
+            har_note("ncclAllReduce: %s", api->get_error_string(r));
+            har_cuda_nccl_abort(&e->nccl);
             st = HAR_ERR_CUDA;
         } else {
+            har_cuda_watch_t watch = har_cuda_nccl_watch(&e->nccl);
             st = har_cuda_wait(e->stream, node, &watch, "NCCL");
         }
     }

@@ -24,8 +24,7 @@
 #include "inter/inter.h"
 
 struct har_inter_nccl {
-    const har_nccl_api_t *api;
-    har_ncclComm_t comm;        /* NULL once aborted: the rail serves no more */
+    har_nccl_comm_t nccl;       /* the rail's communicator; none once aborted: the rail serves no more */
     int gpu;
     cudaStream_t stream;
     char *scratch;              /* device memory for host blocks, scratch_bytes */
@@ -54,9 +53,7 @@ static void release(har_node_t *node)
     if (!t) return;
     har_cuda_scope_t scope;
     if (har_cuda_enter(t->gpu, &scope) == HAR_OK) {
-        /* Nothing is in flight: abort is a local teardown, where destroy
-         * may wait for peers that free in another order. */
-        if (t->comm) t->api->comm_abort(t->comm);
+        har_cuda_nccl_abort(&t->nccl);
         if (t->stream) cudaStreamDestroy(t->stream);
         if (t->scratch) cudaFree(t->scratch);
         cudaGetLastError();
@@ -84,7 +81,8 @@ static har_status_t make_comm(har_node_t *node, const har_inter_block_t *b)
     har_cuda_scope_t scope = {0};
     int entered = ok && har_cuda_enter(gpu, &scope) == HAR_OK;
     if (entered) {
-        t->api = api;
+        t->nccl.api = api;
+        t->nccl.what = "NCCL all-reduce between nodes";
         t->gpu = gpu;
         ok = har_cuda_status(cudaStreamCreateWithFlags(&t->stream, cudaStreamNonBlocking), "cudaStreamCreate") ==
              HAR_OK;
@@ -112,10 +110,10 @@ static har_status_t make_comm(har_node_t *node, const har_inter_block_t *b)
         har_node_fail(node, st, -1, step);
     }
     if (st == HAR_OK) {
-        har_ncclResult_t r = api->comm_init_rank(&t->comm, node->across_size, id, node->across_rank);
+        har_ncclResult_t r = api->comm_init_rank(&t->nccl.comm, node->across_size, id, node->across_rank);
         if (r != HAR_NCCL_SUCCESS) {
             har_note("ncclCommInitRank: %s", api->get_error_string(r));
-            t->comm = NULL;
+            t->nccl.comm = NULL;
             st = HAR_ERR_CUDA;
             har_node_fail(node, st, -1, step);
         }
@@ -130,24 +128,6 @@ static har_status_t make_comm(har_node_t *node, const har_inter_block_t *b)
     }
     node->inter_nccl = t;  /* released with the others where the communicator goes */
     return st;
-}
-
-static har_status_t async_error(void *ctx)
-{
-    struct har_inter_nccl *t = ctx;
-    har_ncclResult_t async = HAR_NCCL_SUCCESS;
-    if (!t->comm || t->api->comm_get_async_error(t->comm, &async) != HAR_NCCL_SUCCESS ||
-        async == HAR_NCCL_SUCCESS || async == HAR_NCCL_IN_PROGRESS)
-        return HAR_OK;
-    har_note("NCCL all-reduce between nodes failed: %s", t->api->get_error_string(async));
-    return HAR_ERR_CUDA;
-}
-
-static void abort_comm(void *ctx)
-{
-    struct har_inter_nccl *t = ctx;
-    if (t->comm) t->api->comm_abort(t->comm);
-    t->comm = NULL;
 }
 
 /* Room for a host block of `bytes` on the device. cudaFree waits for the
@@ -173,7 +153,7 @@ static har_status_t nccl_allreduce(har_node_t *node, const har_inter_block_t *b)
     if (st == HAR_OK && !node->inter_nccl) st = make_comm(node, b);
     if (st != HAR_OK) return st;
     struct har_inter_nccl *t = node->inter_nccl;
-    if (!t->comm) {  /* aborted by an earlier failure */
+    if (!t->nccl.comm) {  /* aborted by an earlier failure */
         har_note("NCCL between nodes was aborted by an earlier failure");
         har_node_fail(node, HAR_ERR_PEER_FAILED, -1, step);
         return HAR_ERR_PEER_FAILED;
@@ -191,11 +171,11 @@ static har_status_t nccl_allreduce(har_node_t *node, const har_inter_block_t *b)
                              "copy to device (NCCL between nodes)");
     }
     if (st == HAR_OK) {
-        har_ncclResult_t r = t->api->all_reduce(data, data, b->n, har_cuda_nccl_type(b->call->red.dev_type),
-                                                har_cuda_nccl_op(b->call->red.dev_op), t->comm, t->stream);
+        har_ncclResult_t r = t->nccl.api->all_reduce(data, data, b->n, har_cuda_nccl_type(b->call->red.dev_type),
+                                                     har_cuda_nccl_op(b->call->red.dev_op), t->nccl.comm, t->stream);
         if (r != HAR_NCCL_SUCCESS && r != HAR_NCCL_IN_PROGRESS) {
-            har_note("ncclAllReduce between nodes: %s", t->api->get_error_string(r));
-            abort_comm(t);
+            har_note("ncclAllReduce between nodes: %s", t->nccl.api->get_error_string(r));
+            har_cuda_nccl_abort(&t->nccl);
             st = HAR_ERR_CUDA;
         }
     }
@@ -203,7 +183,7 @@ static har_status_t nccl_allreduce(har_node_t *node, const har_inter_block_t *b)
         st = har_cuda_status(cudaMemcpyAsync(b->data, data, bytes, cudaMemcpyDeviceToHost, t->stream),
                              "copy to host (NCCL between nodes)");
     if (st == HAR_OK) {
-        har_cuda_watch_t watch = {async_error, abort_comm, t};
+        har_cuda_watch_t watch = har_cuda_nccl_watch(&t->nccl);
         st = har_cuda_wait(t->stream, node, &watch, step);
     }
     if (st != HAR_OK) har_node_fail(node, st, -1, step);  /* the first record of a failure stands */
