@@ -99,6 +99,8 @@ enum { LOCAL = 0, RANK0 = 1 };
       "test build: the CUDA IPC engine's set-up fails on local rank 0, so the node disables it") \
     X(test_nccl_fail, HAR_T_BOOL, "0", LOCAL, 0, 1, NULL,                                       \
       "test build: the NCCL engine's set-up fails on local rank 0, so the node disables it")    \
+    X(test_check_calls, HAR_T_BOOL, "0", LOCAL, 0, 1, NULL,                                     \
+      "test build: 1, the ring and doubling start each call with the check of every rank's call that NCCL between nodes takes (tested without a GPU)") \
     X(test_kill, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                              \
       "test build: RANK:POINT[:N], world rank RANK kills itself the Nth time it passes POINT")    \
     X(test_stall, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                             \

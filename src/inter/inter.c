@@ -1,5 +1,6 @@
 /* Which transport carries a block between nodes (inter.h). */
 #include <stdio.h>
+#include "core/config.h"
 #include "core/log.h"
 #include "core/paths.h"
 #include "inter/inter.h"
@@ -63,5 +64,13 @@ har_status_t har_inter_allreduce(har_node_t *node, const har_inter_block_t *b)
         har_node_fail(node, HAR_ERR_INTERNAL, -1, "inter");
         return HAR_ERR_INTERNAL;
     }
+#ifdef HAR_TEST_HOOKS
+    /* The check NCCL's calls take, tested where no GPU is: before the ring's
+     * or doubling's first block. */
+    if (HAR_CFG(test_check_calls).i && b->first && b->path != HAR_PATH_INTER_NCCL) {
+        har_status_t st = har_inter_check_calls(node, b, "inter (HAR_TEST_CHECK_CALLS)");
+        if (st != HAR_OK) return st;
+    }
+#endif
     return transport(b->path)->allreduce(node, b);
 }

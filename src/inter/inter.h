@@ -86,9 +86,10 @@ HAR_HIDDEN void har_inter_release(har_node_t *node);
 /* Can NCCL carry blocks between nodes from this rank (loaded, a GPU)? If
  * not, why. Every rank's answer is agreed at set-up (comm/state.c). */
 HAR_HIDDEN int har_inter_nccl_here(char *why, size_t len);
-/* The call's header sent to the next rank around the nodes and the previous
- * one's checked against this rank's call (ring.c): for a transport that
- * checks nothing itself, before a call's first block. */
+/* Every rank's call across the nodes checked against its neighbour's, then
+ * the rail agreeing on the outcome, so that no rank goes on where another
+ * found a difference: for a transport that checks nothing itself, before
+ * a call's first block (ring.c). */
 HAR_HIDDEN har_status_t har_inter_check_calls(har_node_t *node, const har_inter_block_t *b, const char *step);
 
 #endif

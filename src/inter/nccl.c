@@ -6,8 +6,10 @@
  * ranks hold host buffers) goes through a device copy of its own.
  *
  * NCCL checks nothing of what its ranks call, so a call's first block is
- * preceded by har's header exchange around the nodes (ring.c), which finds
- * a rank whose count, type or op differs before any data moves. Its wait is
+ * preceded by har's check of every rank's call (har_inter_check_calls: the
+ * ring's header exchange, then the rail's agreement on its outcome), which
+ * fails the call on every rank before any enters NCCL where a rank's count,
+ * type or op differs. Its wait is
  * har's bounded wait on its stream (local peers' liveness, failure notices
  * from other nodes, HAR_TIMEOUT); on a failure the communicator is aborted,
  * which ends NCCL's kernels (har's abort flag does not reach them), and it
@@ -158,6 +160,15 @@ static har_status_t nccl_allreduce(har_node_t *node, const har_inter_block_t *b)
         har_node_fail(node, HAR_ERR_PEER_FAILED, -1, step);
         return HAR_ERR_PEER_FAILED;
     }
+    /* The communicator stays on its first block's GPU: device data on
+     * another would reach NCCL's kernels there as a foreign pointer. */
+    int gpu = t->gpu;
+    if (b->first && b->kind == HAR_MEM_DEVICE && har_cuda_mem_kind(b->data, &gpu) == HAR_MEM_DEVICE && gpu != t->gpu) {
+        har_note("NCCL between nodes: this call's buffers are on GPU %d, the rail's NCCL communicator on GPU %d "
+                 "(where its first call's data was)", gpu, t->gpu);
+        har_node_fail(node, HAR_ERR_CUDA, -1, step);
+        return HAR_ERR_CUDA;
+    }
     size_t bytes = b->n * b->call->red.elem_size;
     har_cuda_scope_t scope;
     if ((st = har_cuda_enter(t->gpu, &scope)) != HAR_OK) {
@@ -179,12 +190,15 @@ static har_status_t nccl_allreduce(har_node_t *node, const har_inter_block_t *b)
             st = HAR_ERR_CUDA;
         }
     }
-    if (st == HAR_OK && b->kind == HAR_MEM_HOST)
+    har_cuda_watch_t watch = har_cuda_nccl_watch(&t->nccl);
+    if (st == HAR_OK) st = har_cuda_wait(t->stream, node, &watch, step);
+    /* Back to the host only once NCCL is done: a copy to pageable memory
+     * returns when it has landed, and queued behind NCCL it would hold
+     * this thread out of the bounded wait. */
+    if (st == HAR_OK && b->kind == HAR_MEM_HOST) {
         st = har_cuda_status(cudaMemcpyAsync(b->data, data, bytes, cudaMemcpyDeviceToHost, t->stream),
                              "copy to host (NCCL between nodes)");
-    if (st == HAR_OK) {
-        har_cuda_watch_t watch = har_cuda_nccl_watch(&t->nccl);
-        st = har_cuda_wait(t->stream, node, &watch, step);
+        if (st == HAR_OK) st = har_cuda_wait(t->stream, node, &watch, step);
     }
     if (st != HAR_OK) har_node_fail(node, st, -1, step);  /* the first record of a failure stands */
     har_cuda_leave(&scope);

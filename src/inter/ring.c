@@ -24,6 +24,7 @@
  * (MPI_ERR_TRUNCATE, or MPI_ERR_OP) instead of mixing data. Every wait is
  * the node's bounded wait, which also hears failure notices from other
  * nodes. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,10 @@ typedef struct {
 struct har_ring_msgs {
     packed_t out, in;
     block_sum_t sent, came;
+    /* har_inter_check_calls's agreement: each rank's outcome (INT_MAX where
+     * its check passed, else its status) and its culprit's rank. */
+    struct { int status, culprit; } check_mine, check_first;
+    MPI_Request check_req;
 };
 
 static har_status_t p2p_setup(har_node_t *node)
@@ -469,14 +474,38 @@ static har_status_t doubling_allreduce(har_node_t *node, const har_inter_block_t
 }
 
 /* Around the ring every rank's call is checked against its left
- * neighbour's, so all are the same where all pass. No data goes: the
- * header's message carries an empty block. */
+ * neighbour's (the ring's own header message with an empty block, which
+ * meets a neighbour that took the ring or doubling for a call planned
+ * otherwise). Where one rank finds a difference the ranks beyond it passed,
+ * and must not go on into a transport that checks nothing (NCCL): all then
+ * agree (one all-reduce, MINLOC) on the first failure by status, which puts
+ * another count, type or op before the failures they caused elsewhere, and
+ * fail with its class and culprit. A rank whose own check failed posts its
+ * outcome and leaves: its wait would end at once on its own failure, and a
+ * collective's request cannot be freed, so the request and the words stay
+ * in the node, as a failed communicator's memory does. */
 har_status_t har_inter_check_calls(har_node_t *node, const har_inter_block_t *b, const char *step)
 {
     int me = node->across_rank, p = node->across_size;
     if (p == 1) return HAR_OK;
-    har_node_arrival_of(&node->ring_msgs->out.h.what, b->call, node->call);
-    return exchange(node, b, NULL, 0, NULL, 0, NULL, (me + 1) % p, (me + p - 1) % p, 1, 0, step);
+    struct har_ring_msgs *m = node->ring_msgs;
+    har_node_arrival_of(&m->out.h.what, b->call, node->call);
+    har_status_t st = exchange(node, b, NULL, 0, NULL, 0, NULL, (me + 1) % p, (me + p - 1) % p, 1, 0, step);
+    const har_failure_t *why = st == HAR_OK ? NULL : har_node_record(node);
+    m->check_mine.status = st == HAR_OK ? INT_MAX : (int)st;
+    m->check_mine.culprit = why ? why->culprit : -1;
+    int posted = PMPI_Iallreduce(&m->check_mine, &m->check_first, 1, MPI_2INT, MPI_MINLOC, node->notice_comm,
+                                 &m->check_req);
+    if (st != HAR_OK) return st;
+    if ((st = har_node_exchange(node, posted, &m->check_req, step)) != HAR_OK) return st;
+    if (m->check_first.status == INT_MAX) return HAR_OK;
+    st = (har_status_t)m->check_first.status;
+    const har_across_peer_t *who = NULL;
+    for (int r = 0; r < p && node->across; r++)
+        if (node->across[r].comm_rank == m->check_first.culprit) who = &node->across[r];
+    har_note("MPI_Allreduce differs between nodes: found by another rank across the nodes");
+    har_node_blame(node, st, m->check_first.culprit, who ? who->world_rank : -1, who ? who->host : "?", step);
+    return st;
 }
 
 /* Both take device memory too, where the MPI moves it (har_inter_takes asks). */

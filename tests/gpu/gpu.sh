@@ -413,7 +413,7 @@ stand_in "HAR_MPI_CUDA_NONBLOCKING=1 under the stand-in, 2 nodes of 2, HAR_INTER
 # pretend node is another host to NCCL (NCCL_HOSTID), whose ranks on one
 # GPU then meet over sockets on the loopback: NCCL refuses two ranks of
 # one host on one GPU.
-pretend_hosts='NCCL_HOSTID=har-test-node-$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} / 2 )) exec "$0" "$@"'
+pretend_hosts='NCCL_HOSTID=har-test-node-$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} / HAR_NODE_SIZE )) exec "$0" "$@"'
 if ! grep -q "NCCL: [0-9]" "$tmp/info"; then
     tap_skip "HAR_INTER=nccl tests" "NCCL not loadable (set HAR_NCCL to its path)"
 else
@@ -427,6 +427,12 @@ else
         sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between nodes" "$0"' \
         "$tmp/o" env $share HAR_NODE_SIZE=2 HAR_INTER=nccl HAR_DEVICE_HOST_MAX=0 HAR_TIMEOUT=60 NCCL_SOCKET_IFNAME=lo \
         $mpi 4 sh -c "$pretend_hosts" "$bin/gpu/mismatch_gpu" count --from 2 --count 30000
+    # With 3 nodes a check of each node against its neighbour would let one
+    # node into NCCL, where the others never come: every rank must see it.
+    check "HAR_INTER=nccl, 3 pretend nodes of 1: another op on the last node found before any rank enters NCCL: every rank gets the op's class, no hang" \
+        sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between nodes" "$0"' \
+        "$tmp/o" env $share HAR_NODE_SIZE=1 HAR_INTER=nccl HAR_DEVICE_HOST_MAX=0 HAR_TIMEOUT=60 NCCL_SOCKET_IFNAME=lo \
+        $mpi 3 sh -c "$pretend_hosts" "$bin/gpu/mismatch_gpu" op --last --count 30000
 fi
 check "2 pretend nodes of 1, device buffers on one, host on the other: both chunk alike" \
     env $share HAR_NODE_SIZE=1 $mpi 2 "$prog" --device --mixed --counts 1000,300001,1000003 --types float,int64 --no-mpi-cases --expect across

@@ -21,6 +21,17 @@ for what in count type op; do
             sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between nodes" "$0"' \
             "$tmp/o" env HAR_NODE_SIZE=1 $mpi 4 "$prog" $what --last --count $n
     done
+    # The check NCCL between nodes takes before its first block (the
+    # neighbours' headers, then the agreement on the outcome, which the
+    # ranks that failed post and leave), run before the ring's first block
+    # (HAR_TEST_CHECK_CALLS): on 3 and 4 nodes every rank ends with the
+    # class, none hangs, and the MPI takes har's requests. The ranks between
+    # learn it from the agreement or from a failure notice, whichever comes
+    # first; that none of them goes on into NCCL is gpu.sh's to show.
+    for np in 3 4; do
+        check "$np pretend nodes of 1, the check NCCL between nodes takes, another $what on the last rank: every rank gets the class" \
+            env HAR_NODE_SIZE=1 HAR_TEST_CHECK_CALLS=1 HAR_INTER=ring $mpi $np "$prog" $what --last --count 100000
+    done
     # 16384 ints are 64 KiB, doubling's last size: twice that takes the
     # ring, so the two sides run different transports and must still meet.
     [ $what = op ] && continue
