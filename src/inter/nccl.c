@@ -53,9 +53,9 @@ static void release(har_node_t *node)
 {
     struct har_inter_nccl *t = node->inter_nccl;
     if (!t) return;
+    har_cuda_nccl_abort(&t->nccl);  /* NCCL makes its communicator's GPU current itself */
     har_cuda_scope_t scope;
     if (har_cuda_enter(t->gpu, &scope) == HAR_OK) {
-        har_cuda_nccl_abort(&t->nccl);
         if (t->stream) cudaStreamDestroy(t->stream);
         if (t->scratch) cudaFree(t->scratch);
         cudaGetLastError();
@@ -65,21 +65,28 @@ static void release(har_node_t *node)
     node->inter_nccl = NULL;
 }
 
-/* The rail's NCCL communicator: the rail's first rank makes NCCL's id and
- * sends it; every rank makes its stream; the rail agrees that all could
- * (so that none waits in ncclCommInitRank for one that will not come);
- * then all join. The block's GPU is where its data is, else the current
- * device. On a failure the call fails, and what was made stays in
- * node->inter_nccl (with no communicator) until the communicator goes. */
-static har_status_t make_comm(har_node_t *node, const har_inter_block_t *b)
+/* The GPU of a call's blocks: its device buffers', else the current
+ * device (a host block goes through a device copy there); -1 if none. */
+static int block_gpu(const har_inter_block_t *b)
+{
+    int gpu = -1;
+    if (b->kind == HAR_MEM_DEVICE) har_cuda_mem_kind(b->data, &gpu);
+    else if (cudaGetDevice(&gpu) != cudaSuccess) gpu = -1;
+    return gpu;
+}
+
+/* The rail's NCCL communicator on `gpu`: the rail's first rank makes
+ * NCCL's id and sends it; every rank makes its stream; the rail agrees
+ * that all could (so that none waits in ncclCommInitRank for one that
+ * will not come); then all join. On a failure the call fails, and what was
+ * made stays in node->inter_nccl (with no communicator) until the
+ * communicator goes. */
+static har_status_t make_comm(har_node_t *node, int gpu)
 {
     const char *step = "inter_nccl set-up";
     const har_nccl_api_t *api = har_cuda_nccl(NULL);
     struct har_inter_nccl *t = calloc(1, sizeof *t);
-    int gpu = -1, ok = api && t;
-    if (ok && b->kind == HAR_MEM_DEVICE) har_cuda_mem_kind(b->data, &gpu);
-    else if (ok && cudaGetDevice(&gpu) != cudaSuccess) gpu = -1;
-    ok = ok && gpu >= 0;
+    int ok = api && t && gpu >= 0;
     har_cuda_scope_t scope = {0};
     int entered = ok && har_cuda_enter(gpu, &scope) == HAR_OK;
     if (entered) {
@@ -152,18 +159,19 @@ static har_status_t nccl_allreduce(har_node_t *node, const har_inter_block_t *b)
     const char *step = "inter_nccl";
     if (node->across_size == 1) return HAR_OK;
     har_status_t st = b->first ? har_inter_check_calls(node, b, step) : HAR_OK;
-    if (st == HAR_OK && !node->inter_nccl) st = make_comm(node, b);
     if (st != HAR_OK) return st;
+    /* A call's blocks are all on one GPU: its first block tells which. */
+    int gpu = b->first || !node->inter_nccl ? block_gpu(b) : node->inter_nccl->gpu;
+    if (!node->inter_nccl && (st = make_comm(node, gpu)) != HAR_OK) return st;
     struct har_inter_nccl *t = node->inter_nccl;
     if (!t->nccl.comm) {  /* aborted by an earlier failure */
         har_note("NCCL between nodes was aborted by an earlier failure");
         har_node_fail(node, HAR_ERR_PEER_FAILED, -1, step);
         return HAR_ERR_PEER_FAILED;
     }
-    /* The communicator stays on its first block's GPU: device data on
+    /* The communicator stays on its first call's GPU: device data on
      * another would reach NCCL's kernels there as a foreign pointer. */
-    int gpu = t->gpu;
-    if (b->first && b->kind == HAR_MEM_DEVICE && har_cuda_mem_kind(b->data, &gpu) == HAR_MEM_DEVICE && gpu != t->gpu) {
+    if (b->kind == HAR_MEM_DEVICE && gpu != t->gpu) {
         har_note("NCCL between nodes: this call's buffers are on GPU %d, the rail's NCCL communicator on GPU %d "
                  "(where its first call's data was)", gpu, t->gpu);
         har_node_fail(node, HAR_ERR_CUDA, -1, step);

@@ -39,6 +39,12 @@ static long long setting(const har_settings_t *s, ptrdiff_t at)
     return at ? *(const long long *)((const char *)s + at - 1) : 0;
 }
 
+/* Whether `ops` (a mask of HAR_OP_*) holds the call's op. */
+static int reduces_op(unsigned ops, const har_plan_in_t *in)
+{
+    return in->dev_op != HAR_OP_NONE && (ops >> in->dev_op & 1);
+}
+
 const char *har_plan_why_not(const har_engine_traits_t *e, const har_plan_in_t *in, const har_settings_t *s)
 {
     unsigned bit = 1u << e->path;
@@ -46,7 +52,7 @@ const char *har_plan_why_not(const har_engine_traits_t *e, const har_plan_in_t *
     if (!(e->takes & (in->on_device ? HAR_TAKES_DEVICE : HAR_TAKES_HOST)))
         return in->on_device ? "takes no device buffers" : "takes only device buffers on every local rank";
     if (e->kernel_types && in->dev_type == HAR_DT_NONE) return "does not reduce this type";
-    if (e->ops && (in->dev_op == HAR_OP_NONE || !(e->ops & (1u << in->dev_op)))) return "does not reduce this op";
+    if (e->ops && !reduces_op(e->ops, in)) return "does not reduce this op";
     if (in->nnodes > 1 && !(e->across & (in->uniform ? HAR_BIT(RAILS) : HAR_BIT(LEADER))))
         return in->uniform ? "serves one node only" : "does not serve nodes of different sizes";
     if (in->shared_gpu && !e->shared_gpu) return "does not serve ranks that share a GPU";
@@ -172,7 +178,7 @@ har_plan_t har_plan(const har_plan_in_t *in, const har_settings_t *s)
 int har_plan_inter(const har_plan_in_t *in, const har_settings_t *s)
 {
     int nccl = s->inter_path == HAR_PATH_INTER_NCCL;
-    int nccl_reduces = in->dev_type != HAR_DT_NONE && in->dev_op != HAR_OP_NONE && (HAR_NCCL_OPS >> in->dev_op & 1);
+    int nccl_reduces = in->dev_type != HAR_DT_NONE && reduces_op(HAR_NCCL_OPS, in);
     if (nccl && in->nccl_across && !s->check && nccl_reduces)
         return HAR_PATH_INTER_NCCL;
     if (s->inter_path != HAR_INTER_AUTO && !nccl) return s->inter_path;
