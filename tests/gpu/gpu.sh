@@ -422,7 +422,7 @@ else
         "$prog" --device --counts 1,1000,65537,300001 --sample 3 --seed $seed $ncclops --comms 2 --no-mpi-cases --expect ipc,inter_nccl
     check "HAR_INTER=nccl, 2 pretend nodes of 2, host buffers: NCCL carries the host blocks through a device copy" \
         env HAR_NODE_SIZE=2 HAR_INTER=nccl NCCL_SOCKET_IFNAME=lo $mpi 4 sh -c "$pretend_hosts" \
-        "$prog" --counts 1,1000,65537,300001 --types float,int64 --ops sum,max --no-mpi-cases --expect host_segment,inter_nccl
+        "$prog" --counts 1,1000,65537,300001 --types float,int64 --ops sum,max --comms 2 --no-mpi-cases --expect host_segment,inter_nccl
     check "HAR_INTER=nccl, 2 pretend nodes of 2: another count on the second node is found by the headers before NCCL: every rank told, no hang" \
         sh -c '"$@" > "$0" 2>&1; rc=$?; cat "$0"; [ $rc = 0 ] && grep -q "MPI_Allreduce differs between nodes" "$0"' \
         "$tmp/o" env $share HAR_NODE_SIZE=2 HAR_INTER=nccl HAR_DEVICE_HOST_MAX=0 HAR_TIMEOUT=60 NCCL_SOCKET_IFNAME=lo \
