@@ -674,7 +674,8 @@ static har_status_t launch_chunks(ipc_t *d, har_node_t *node, const har_call_t *
     return st;
 }
 
-/* The barrier kernels' last blocking call on one node, as the host waits for it. */
+/* A call on the barrier kernels on one node, as the host waits for it (a
+ * blocking call) or tests it (a started one): its last kernel's epoch and grid. */
 typedef struct {
     const ipc_t *d;
     uint64_t epoch;
@@ -835,6 +836,8 @@ typedef struct {
     har_call_t call;
     call_watch_t watch;
     int push;
+    int told;                     /* barrier kernels on one node: their blocks tell their end in `ended` */
+    chunks_wait_t ended;
     double waited_from, checked;  /* when a test first found it running; its last liveness check */
 } ipc_op_t;
 
@@ -858,13 +861,20 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
      * before it returned (a push kernel writes its flags after its last
      * access to the segments). */
     d->queue = d->started;
+    /* Barrier kernels on one node tell their end in host memory as a
+     * blocking call's do: a test that queried an event would go through
+     * the MPS server where ranks share a GPU, as dear as a launch. Across
+     * nodes the host steps between the kernels, and an event ends the call. */
+    o->told = !o->push && node->nnodes == 1;
+    int by_event = !o->push && !o->told;
     uint64_t after;
     if (st == HAR_OK) st = follow_tail(d, o->push ? &after : NULL);
-    if (st == HAR_OK && !o->push && !*ended)
+    if (st == HAR_OK && by_event && !*ended)
         st = har_cuda_status(cudaEventCreateWithFlags(ended, cudaEventDisableTiming), "event");
     if (st == HAR_OK && o->push) st = launch_push(d, node, &o->call, no, after, 0, &o->watch);
-    else if (st == HAR_OK) st = launch_chunks(d, node, &o->call, plan, no, 0, &o->watch);
-    if (st == HAR_OK && !o->push &&
+    else if (st == HAR_OK) st = launch_chunks(d, node, &o->call, plan, no, o->told, &o->watch);
+    o->ended = (chunks_wait_t){d, d->launched_epoch, d->launched_blocks};
+    if (st == HAR_OK && by_event &&
         (st = har_cuda_status(cudaEventRecord(*ended, d->started), "cudaEventRecord")) != HAR_OK)
         stop_failed(d);
     har_cuda_leave(&scope);
@@ -894,6 +904,8 @@ static int ipc_test(void *op, har_status_t *st)
     if (o->push) {
         push_wait_t flags = {d, w->id, w->blocks};
         r = push_done(&flags);
+    } else if (o->told) {
+        r = chunks_done(&o->ended);
     } else {
         cudaError_t e = cudaEventQuery(d->op_ended[w->no & 1]);
         r = e == cudaSuccess ? 1 : e == cudaErrorNotReady ? 0 : -(int)e;
