@@ -65,7 +65,8 @@
  * below), a stream of 100 such empty kernels alone, per kernel, as
  * stream_us (empties_us: what no stream of calls that each launch a
  * kernel can go below), and a CUDA graph of 100 such calls captured once
- * and replayed (graph_us: per call, as stream_us).
+ * and replayed (graph_us: per call, as stream_us; "-" at sizes har does
+ * not capture).
  *
  * Calls are in place (MPI_IN_PLACE), as gradient all-reduces are; with
  * --out-of-place each takes a send buffer of its own beside the result's
@@ -612,7 +613,10 @@ static void write_table(const size_t *sizes, double med[][MAX_CANDS], double p90
  * stream synchronised once; per call, the maximum over ranks, the median
  * of the streams. *host: the median over a stream of one call's host time
  * (max over ranks, median of the streams). The data grow by repeated
- * sums: only timing matters here. */
+ * sums: only timing matters here. The graph is timed only where har's
+ * kernels queued the calls (`capturable`): har refuses to capture the
+ * others (larger than HAR_DEVICE_PUSH_MAX, across nodes); *graph_us is
+ * then NAN. */
 #define ENQUEUE_STREAM 100
 static int enqueue_one(size_t n, void **bufs, void **ins, int k)
 {
@@ -621,8 +625,8 @@ static int enqueue_one(size_t n, void **bufs, void **ins, int k)
                                  MPI_COMM_WORLD, enqueue_stream);
 }
 
-static void enqueue_streams(size_t n, void **bufs, void **ins, int iters, double *stream_us, double *kernels_us,
-                            double *host_us, double *launch_us, double *empties_us, double *graph_us)
+static void enqueue_streams(size_t n, void **bufs, void **ins, int iters, int capturable, double *stream_us,
+                            double *kernels_us, double *host_us, double *launch_us, double *empties_us, double *graph_us)
 {
     int reps = iters / 10 < 5 ? 5 : iters / 10 > 50 ? 50 : iters / 10;
     double *per[6];
@@ -663,29 +667,35 @@ static void enqueue_streams(size_t n, void **bufs, void **ins, int iters, double
     }
 #endif
     /* The same calls captured once into a graph, replayed. */
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    if (cudaStreamBeginCapture(enqueue_stream, cudaStreamCaptureModeGlobal) != cudaSuccess) die("capture failed");
-    for (int k = 0; k < ENQUEUE_STREAM; k++)
-        if (enqueue_one(n, bufs, ins, k) != MPI_SUCCESS) die("har_allreduce_enqueue failed in a capture");
-    if (cudaStreamEndCapture(enqueue_stream, &graph) != cudaSuccess ||
-        cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
-        die("capture failed");
-    for (int rep = -1; rep < reps; rep++) {
-        PMPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
-        if (cudaGraphLaunch(exec, enqueue_stream) != cudaSuccess ||
-            cudaStreamSynchronize(enqueue_stream) != cudaSuccess)
-            die("graph replay failed");
-        if (rep >= 0) per[3][rep] = (MPI_Wtime() - t0) / ENQUEUE_STREAM;
+    if (capturable) {
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        if (cudaStreamBeginCapture(enqueue_stream, cudaStreamCaptureModeGlobal) != cudaSuccess) die("capture failed");
+        for (int k = 0; k < ENQUEUE_STREAM; k++)
+            if (enqueue_one(n, bufs, ins, k) != MPI_SUCCESS) die("har_allreduce_enqueue failed in a capture");
+        if (cudaStreamEndCapture(enqueue_stream, &graph) != cudaSuccess ||
+            cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
+            die("capture failed");
+        for (int rep = -1; rep < reps; rep++) {
+            PMPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            if (cudaGraphLaunch(exec, enqueue_stream) != cudaSuccess ||
+                cudaStreamSynchronize(enqueue_stream) != cudaSuccess)
+                die("graph replay failed");
+            if (rep >= 0) per[3][rep] = (MPI_Wtime() - t0) / ENQUEUE_STREAM;
+        }
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
     }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
     double *out[6] = {stream_us, kernels_us, host_us, graph_us, launch_us, empties_us};
     for (int k = 0; k < 6; k++) {
-        PMPI_Allreduce(MPI_IN_PLACE, per[k], reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        qsort(per[k], (size_t)reps, sizeof(double), cmp_double);
-        *out[k] = round(per[k][reps / 2] * 1e9) / 1e3;
+        if (k == 3 && !capturable) {
+            *out[k] = NAN;  /* every rank alike: `capturable` is agreed */
+        } else {
+            PMPI_Allreduce(MPI_IN_PLACE, per[k], reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            qsort(per[k], (size_t)reps, sizeof(double), cmp_double);
+            *out[k] = round(per[k][reps / 2] * 1e9) / 1e3;
+        }
         free(per[k]);
     }
 }
@@ -919,8 +929,12 @@ int main(int argc, char **argv)
         }
         double stream_us = 0, kernels_us = 0, host_us = 0, launch_us = 0, empties_us = 0, graph_us = 0;
 #ifdef HAR_BENCH_CUDA
-        if (opt.enqueue && timed[0] && ok[0])
-            enqueue_streams(n, bufs, ins, iters, &stream_us, &kernels_us, &host_us, &launch_us, &empties_us, &graph_us);
+        if (opt.enqueue && timed[0] && ok[0]) {
+            int capturable = (paths[0] & HAR_BIT(ENQUEUED)) && !mixed[0];
+            PMPI_Allreduce(MPI_IN_PLACE, &capturable, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+            enqueue_streams(n, bufs, ins, iters, capturable, &stream_us, &kernels_us, &host_us, &launch_us,
+                            &empties_us, &graph_us);
+        }
 #endif
         for (int b = 0; persistent_c >= 0 && b < opt.buffers; b++) MPI_Request_free(&persistent[b]);
         /* --tuning: a choice 4x slower than the best at two sizes in a row is
@@ -950,15 +964,18 @@ int main(int argc, char **argv)
             if (opt.tune) {
                 printf(" %22s%s\n", best >= 0 ? cands[best].name : "-", opt.check && !all_ok ? " FAILED" : "");
             } else if (opt.enqueue) {
-                char vs_floor[16] = "", str_floor[16] = "";
+                char vs_floor[16] = "", str_floor[16] = "", graph[16] = "-", graph_vs[16] = "-";
                 if (floor_c >= 0 && timed[floor_c]) {
                     snprintf(vs_floor, sizeof vs_floor, "%.2f", med[0] / med[floor_c]);
                     snprintf(str_floor, sizeof str_floor, "%.2f", stream_us / med[floor_c]);
                 }
-                printf(" %9.2f %9s %10.2f %9s %9.2f %10.2f %10.2f %8.2f %9.2f %9.2f %9.2f %-28s %s\n", med[0] / med[1],
+                if (!isnan(graph_us)) {
+                    snprintf(graph, sizeof graph, "%.2f", graph_us);
+                    snprintf(graph_vs, sizeof graph_vs, "%.2f", graph_us / med[1]);
+                }
+                printf(" %9.2f %9s %10.2f %9s %9.2f %10.2f %10.2f %8.2f %9.2f %9s %9s %-28s %s\n", med[0] / med[1],
                        vs_floor, stream_us, str_floor, stream_us / med[1], empties_us, kernels_us, host_us, launch_us,
-                       graph_us, graph_us / med[1],
-                       took[0], opt.check ? (ok[0] && ok[1] ? "yes" : "FAILED") : "no");
+                       graph, graph_vs, took[0], opt.check ? (ok[0] && ok[1] ? "yes" : "FAILED") : "no");
             } else if (opt.nonblocking) {
                 char vs_blocking[16] = "-", vs_floor[16] = "", prs[16] = "", prs_ovl[16] = "", prs_took[100] = "";
                 int all = ok[0] && ok[1];
@@ -994,9 +1011,12 @@ int main(int argc, char **argv)
                 if (total[c] > 0) fprintf(csv, "%.3f,%.3f,%.1f", med[c], total[c], overlap[c]);
                 else fprintf(csv, ",,");
                 /* --enqueue: the streams of queued calls */
-                if (opt.enqueue && cands[c].run == RUN_HAR_ENQUEUE)
-                    fprintf(csv, ",%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", stream_us, kernels_us, host_us, graph_us, launch_us,
+                if (opt.enqueue && cands[c].run == RUN_HAR_ENQUEUE) {
+                    char graph[32] = "";  /* empty: not capturable */
+                    if (!isnan(graph_us)) snprintf(graph, sizeof graph, "%.3f", graph_us);
+                    fprintf(csv, ",%.3f,%.3f,%.3f,%s,%.3f,%.3f\n", stream_us, kernels_us, host_us, graph, launch_us,
                             empties_us);
+                }
                 else fprintf(csv, ",,,,,,\n");
             }
         }
