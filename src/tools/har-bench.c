@@ -1019,6 +1019,7 @@ int main(int argc, char **argv)
                 }
                 else fprintf(csv, ",,,,,,\n");
             }
+            if (csv) fflush(csv);  /* a run that dies later keeps the sizes it measured */
         }
         if (bytes > opt.max_bytes / 2) break;
     }
