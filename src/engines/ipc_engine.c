@@ -146,7 +146,6 @@ typedef struct ipc {
      * call.c), and the events that end barrier kernels' ones, by call
      * parity. */
     int open_ops;
-    cudaEvent_t op_ended[2];
     /* Calls queued by har_allreduce_enqueue, which the watch thread
      * follows: the last (0: none) as ENQ_LAST packs it, the node, and the
      * last ENQ_RING calls as the arrival describes them (for a difference
@@ -211,7 +210,6 @@ static void ipc_destroy(void *engine)
     for (int i = 0; i < 2; i++) {
         unpinned_free(d->stage[i], d->slot_bytes);
         if (d->out[i]) cudaEventDestroy(d->out[i]);
-        if (d->op_ended[i]) cudaEventDestroy(d->op_ended[i]);
     }
     unpinned_free(d->tmp, d->slot_bytes);
     if (d->dtmp) cudaFree(d->dtmp);
@@ -836,13 +834,13 @@ typedef struct {
     har_call_t call;
     call_watch_t watch;
     int push;
-    int told;                     /* barrier kernels on one node: their blocks tell their end in `ended` */
-    chunks_wait_t ended;
+    chunks_wait_t ended;          /* on the barrier kernels: their blocks tell their end there */
     double waited_from, checked;  /* when a test first found it running; its last liveness check */
 } ipc_op_t;
 
 /* Queues a call whose buffers are on this GPU, as run_push or run_chunks
- * would, and returns. */
+ * would, and returns. One node only: across nodes comm/call.c serves a
+ * started call on the blocking path. */
 static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan,
                               uint64_t no, void **op)
 {
@@ -855,28 +853,19 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
     o->call = *call;
     o->push = (plan->paths & HAR_BIT(PUSH)) != 0;
     har_cuda_scope_t scope;
-    cudaEvent_t *ended = &d->op_ended[no & 1];
     har_status_t st = har_cuda_enter(d->gpu, &scope);
     /* No wait for the blocking stream: the host saw each blocking call end
      * before it returned (a push kernel writes its flags after its last
      * access to the segments). */
     d->queue = d->started;
-    /* Barrier kernels on one node tell their end in host memory as a
-     * blocking call's do: a test that queried an event would go through
-     * the MPS server where ranks share a GPU, as dear as a launch. Across
-     * nodes the host steps between the kernels, and an event ends the call. */
-    o->told = !o->push && node->nnodes == 1;
-    int by_event = !o->push && !o->told;
     uint64_t after;
     if (st == HAR_OK) st = follow_tail(d, o->push ? &after : NULL);
-    if (st == HAR_OK && by_event && !*ended)
-        st = har_cuda_status(cudaEventCreateWithFlags(ended, cudaEventDisableTiming), "event");
+    /* The barrier kernels' blocks tell their end in host memory, as for a
+     * blocking call: a test that queried an event would go through the MPS
+     * server where ranks share a GPU, as dear as a launch. */
     if (st == HAR_OK && o->push) st = launch_push(d, node, &o->call, no, after, 0, &o->watch);
-    else if (st == HAR_OK) st = launch_chunks(d, node, &o->call, plan, no, o->told, &o->watch);
+    else if (st == HAR_OK) st = launch_chunks(d, node, &o->call, plan, no, 1, &o->watch);
     o->ended = (chunks_wait_t){d, d->launched_epoch, d->launched_blocks};
-    if (st == HAR_OK && by_event &&
-        (st = har_cuda_status(cudaEventRecord(*ended, d->started), "cudaEventRecord")) != HAR_OK)
-        stop_failed(d);
     har_cuda_leave(&scope);
     if (st != HAR_OK) {
         free(o);
@@ -900,18 +889,10 @@ static int ipc_test(void *op, har_status_t *st)
     ipc_op_t *o = op;
     call_watch_t *w = &o->watch;
     ipc_t *d = w->d;
-    int r;
-    if (o->push) {
-        push_wait_t flags = {d, w->id, w->blocks};
-        r = push_done(&flags);
-    } else if (o->told) {
-        r = chunks_done(&o->ended);
-    } else {
-        cudaError_t e = cudaEventQuery(d->op_ended[w->no & 1]);
-        r = e == cudaSuccess ? 1 : e == cudaErrorNotReady ? 0 : -(int)e;
-    }
+    push_wait_t flags = {d, w->id, w->blocks};
+    int ended = o->push ? push_done(&flags) : chunks_done(&o->ended);
     *st = HAR_OK;
-    if (r == 0) {
+    if (!ended) {
         double now = har_node_seg_now();
         if (!o->waited_from) o->waited_from = o->checked = now;
         if (now - o->checked < OP_CHECK_EVERY) return 0;
@@ -923,8 +904,6 @@ static int ipc_test(void *op, har_status_t *st)
         if (*st == HAR_OK) *st = ahead_poll(w);
         if (*st == HAR_OK) return 0;
         stop_failed(d);
-    } else if (r < 0) {
-        *st = har_cuda_status(-r, "device");
     } else {
         /* Ended, unless stopped: a failure found by the other call in
          * flight stops every kernel of this engine. */
