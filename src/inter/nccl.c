@@ -53,14 +53,18 @@ static void release(har_node_t *node)
 {
     struct har_inter_nccl *t = node->inter_nccl;
     if (!t) return;
-    har_cuda_nccl_abort(&t->nccl);  /* NCCL makes its communicator's GPU current itself */
     har_cuda_scope_t scope;
-    if (har_cuda_enter(t->gpu, &scope) == HAR_OK) {
+    int entered = har_cuda_enter(t->gpu, &scope) == HAR_OK;
+    /* Aborted even where its GPU could not be made current (NCCL makes it
+     * so itself), inside the scope, which gives the thread back its own
+     * context either way. */
+    har_cuda_nccl_abort(&t->nccl);
+    if (entered) {
         if (t->stream) cudaStreamDestroy(t->stream);
         if (t->scratch) cudaFree(t->scratch);
-        cudaGetLastError();
-        har_cuda_leave(&scope);
     }
+    cudaGetLastError();
+    har_cuda_leave(&scope);
     free(t);
     node->inter_nccl = NULL;
 }
