@@ -143,8 +143,7 @@ typedef struct ipc {
     char *ahead_retired[30];
     int nretired;
     /* Non-blocking calls started and not yet ended (at most two: comm/
-     * call.c), and the events that end barrier kernels' ones, by call
-     * parity. */
+     * call.c). */
     int open_ops;
     /* Calls queued by har_allreduce_enqueue, which the watch thread
      * follows: the last (0: none) as ENQ_LAST packs it, the node, and the
