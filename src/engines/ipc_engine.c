@@ -679,6 +679,12 @@ typedef struct {
     int blocks;
 } chunks_wait_t;
 
+/* The end of the call whose kernels were just queued: its last kernel's. */
+static chunks_wait_t last_launched(const ipc_t *d)
+{
+    return (chunks_wait_t){d, d->launched_epoch, d->launched_blocks};
+}
+
 /* 1 once every block of the call's last kernel told its end. A block
  * that stopped (a difference, the abort flag) never does: the wait's
  * checks find why. */
@@ -701,7 +707,7 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
     int ahead = (plan->paths & HAR_BIT(AHEAD)) != 0, tell = node->nnodes == 1;
     har_cuda_watch_t watch = {ahead ? ahead_poll : NULL, stop_call, &w};
     har_status_t st = launch_chunks(d, node, call, plan, node->call, tell, &w);
-    chunks_wait_t ended = {d, d->launched_epoch, d->launched_blocks};
+    chunks_wait_t ended = last_launched(d);
     if (st == HAR_OK)
         st = tell ? har_cuda_wait_flags(d->stream, chunks_done, &ended, node, &watch, "device")
                   : har_cuda_wait(d->stream, node, &watch, "device");
@@ -864,7 +870,7 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
      * server where ranks share a GPU, as dear as a launch. */
     if (st == HAR_OK && o->push) st = launch_push(d, node, &o->call, no, after, 0, &o->watch);
     else if (st == HAR_OK) st = launch_chunks(d, node, &o->call, plan, no, 1, &o->watch);
-    o->ended = (chunks_wait_t){d, d->launched_epoch, d->launched_blocks};
+    if (!o->push) o->ended = last_launched(d);
     har_cuda_leave(&scope);
     if (st != HAR_OK) {
         free(o);

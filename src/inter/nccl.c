@@ -164,8 +164,11 @@ static har_status_t nccl_allreduce(har_node_t *node, const har_inter_block_t *b)
     if (node->across_size == 1) return HAR_OK;
     har_status_t st = b->first ? har_inter_check_calls(node, b, step) : HAR_OK;
     if (st != HAR_OK) return st;
-    /* A call's blocks are all on one GPU: its first block tells which. */
-    int gpu = b->first || !node->inter_nccl ? block_gpu(b) : node->inter_nccl->gpu;
+    /* A call's blocks are all on one GPU: its first block tells which,
+     * asked only where it decides something (the communicator's GPU, or
+     * device data that must be on it). */
+    int ask = !node->inter_nccl || (b->first && b->kind == HAR_MEM_DEVICE);
+    int gpu = ask ? block_gpu(b) : node->inter_nccl->gpu;
     if (!node->inter_nccl && (st = make_comm(node, gpu)) != HAR_OK) return st;
     struct har_inter_nccl *t = node->inter_nccl;
     if (!t->nccl.comm) {  /* aborted by an earlier failure */
