@@ -17,6 +17,13 @@
 #define BYE 'B'
 #define JOIN_SECONDS 1.0     /* healthy networks join in two round trips */
 #define ADDRESS_SECONDS 0.3  /* an address that does not answer by then: the next one */
+/* A dialer that has sent its confirmation waits for the listener's
+ * decision (its ack, or a close) however long its own timers say: the
+ * listener counts the connection from the moment it acks, so a dialer
+ * that gave up then would leave it watching a closed connection, a death
+ * that never happened. The listener decides within its own join's second;
+ * the rest is for a machine with more ranks than cores. */
+#define DECISION_SECONDS 5.0
 #define PENDING 8            /* connections the listener holds at once while they prove themselves */
 
 /* The handshake: hello (dialer), answer (listener), confirm (dialer), ack
@@ -30,12 +37,11 @@ typedef struct {
 } hello_t;
 typedef struct {
     uint64_t challenge;  /* the listener's */
-    uint64_t tag;        /* tag("answer") */
+    uint64_t tag;        /* har_node_watch_tag("answer") */
 } answer_t;
 
-/* What a tag covers: which message, who to whom, both challenges. */
-static uint64_t tag(const har_secret_t *key, const char *what, int32_t from, int32_t to, uint64_t dialer,
-                    uint64_t listener)
+uint64_t har_node_watch_tag(const har_secret_t *key, const char *what, int32_t from, int32_t to, uint64_t dialer,
+                           uint64_t listener)
 {
     struct {
         char what[8];
@@ -116,7 +122,7 @@ static int dial(const har_node_watch_addr_t *to, int k)
 typedef struct {
     enum { DIALLING, HELLO_SENT, CONFIRMED, DONE } state;
     int fd, k;
-    double tried;
+    double tried, confirmed;  /* when the address was dialled; when the confirmation went */
     uint64_t challenge;
 } dialer_t;
 
@@ -139,9 +145,10 @@ static int dialer_step(dialer_t *d, har_node_watch_t *w, int me, int right_rank,
         int got = take(d->fd, &a, sizeof a);
         if (got <= 0) return got == 0;
         /* Only a holder of the neighbour's key can make this tag. */
-        if (a.tag != tag(&right->key, "answer", me, right_rank, d->challenge, a.challenge)) return 0;
-        uint64_t confirm = tag(&right->key, "confirm", me, right_rank, d->challenge, a.challenge);
+        if (a.tag != har_node_watch_tag(&right->key, "answer", me, right_rank, d->challenge, a.challenge)) return 0;
+        uint64_t confirm = har_node_watch_tag(&right->key, "confirm", me, right_rank, d->challenge, a.challenge);
         d->state = CONFIRMED;
+        d->confirmed = har_node_seg_now();
         return put(d->fd, &confirm, sizeof confirm);
     }
     char ack = 0;
@@ -174,7 +181,7 @@ static void listener_step(caller_t *c, har_node_watch_t *w, int me, int left_ran
             return;
         }
         c->dialer = h.challenge, c->listener = a.challenge;
-        a.tag = tag(&w->key, "answer", left_rank, me, c->dialer, c->listener);
+        a.tag = har_node_watch_tag(&w->key, "answer", left_rank, me, c->dialer, c->listener);
         c->answered = 1;
         if (!put(c->fd, &a, sizeof a)) close_fd(&c->fd);
         return;
@@ -183,7 +190,8 @@ static void listener_step(caller_t *c, har_node_watch_t *w, int me, int left_ran
     char ack = ACK;
     int got = take(c->fd, &confirm, sizeof confirm);
     if (got == 0) return;
-    if (got > 0 && w->fd[1] < 0 && confirm == tag(&w->key, "confirm", left_rank, me, c->dialer, c->listener) &&
+    if (got > 0 && w->fd[1] < 0 &&
+        confirm == har_node_watch_tag(&w->key, "confirm", left_rank, me, c->dialer, c->listener) &&
         put(c->fd, &ack, 1)) {
         w->fd[1] = c->fd, w->peer[1] = left_rank, c->fd = -1;
         return;
@@ -208,18 +216,21 @@ static void admit(int listen_fd, caller_t *callers)
 void har_node_watch_join(har_node_watch_t *w, int me, int right_rank, const har_node_watch_addr_t *right, int left_rank,
                          const har_node_watch_addr_t *left)
 {
-    dialer_t d = {DONE, -1, 0, 0, 0};
+    dialer_t d = {DONE, -1, 0, 0, 0, 0};
     caller_t callers[PENDING];
     double start = har_node_seg_now();
     for (int k = 0; k < PENDING; k++) callers[k].fd = -1;
     if (w->listen_fd < 0) return;
     if (right->port != 0 && right->naddr != 0) d.state = DIALLING, d.fd = dial(right, 0), d.tried = start;
     int expect_left = left->port != 0 && left->naddr != 0;  /* else it will not call */
-    while ((d.state != DONE || (expect_left && w->fd[1] < 0)) && har_node_seg_now() - start < JOIN_SECONDS) {
+    for (;;) {
+        double now = har_node_seg_now();
+        int deciding = d.state == CONFIRMED && now - d.confirmed < DECISION_SECONDS;
+        if (!(d.state != DONE || (expect_left && w->fd[1] < 0)) || (now - start >= JOIN_SECONDS && !deciding)) break;
         /* The right neighbour: a connection that completes the handshake;
          * an address that refuses, closes, stays silent or cannot prove
          * itself gives way to the next. */
-        if (d.state != DONE && (d.fd < 0 || har_node_seg_now() - d.tried > ADDRESS_SECONDS)) {
+        if (d.state != DONE && (d.fd < 0 || (!deciding && now - d.tried > ADDRESS_SECONDS))) {
             close_fd(&d.fd);
             d.state = ++d.k >= right->naddr ? DONE : DIALLING;
             if (d.state == DIALLING) d.fd = dial(right, d.k), d.tried = har_node_seg_now();

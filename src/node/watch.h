@@ -7,9 +7,11 @@
  * or a node whose ranks all die at once). A host that loses power or a
  * cut link closes nothing: HAR_TIMEOUT bounds those waits.
  *
- * Made at a communicator's set-up, bounded to a second, never waited for
- * on the per-call path: where a neighbour cannot be reached (a firewall,
- * no common address) that side simply goes unwatched.
+ * Made at a communicator's set-up, bounded to a second (five where a
+ * neighbour that answered is slow to ack: both ends must agree on whether
+ * a connection counts), never waited for on the per-call path: where a
+ * neighbour cannot be reached (a firewall, no common address) that side
+ * simply goes unwatched.
  *
  * Anyone on the network can connect to a listening port, and an address of
  * the neighbour's may reach another process (an address every node has,
@@ -74,6 +76,11 @@ HAR_HIDDEN void har_node_watch_join(har_node_watch_t *w, int me, int right_rank,
  * "bye" before making that call (it left); -1 if none. One poll(2) of at
  * most two sockets. */
 HAR_HIDDEN int har_node_watch_lost(har_node_watch_t *w, uint64_t call, const har_node_watch_bye_t **left);
+/* The handshake's keyed hash: over which message (`what`: "answer" from
+ * the listener, "confirm" from the dialer), who to whom (places across
+ * nodes) and both challenges. */
+HAR_HIDDEN uint64_t har_node_watch_tag(const har_secret_t *key, const char *what, int32_t from, int32_t to,
+                                       uint64_t dialer, uint64_t listener);
 /* Says "bye" on every connection and closes them (a communicator freed,
  * or MPI_Finalize). */
 HAR_HIDDEN void har_node_watch_close(har_node_watch_t *w, const har_node_watch_bye_t *bye);

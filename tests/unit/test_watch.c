@@ -3,8 +3,10 @@
  * two neighbours join and see each other die or leave; a stranger that
  * connects first, or that answers at a neighbour's address, is never taken
  * for the neighbour, so it can neither fake a death nor keep the real one
- * out. */
+ * out; a listener slow to ack is not given up on once it may count the
+ * connection (a death it would see that never happened). */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -177,6 +179,63 @@ static void test_stranger_answers(void)
     har_node_watch_close(&fake_w, &(har_node_watch_bye_t){0, 0, -1, ""});
 }
 
+/* The right neighbour, played by a child that knows its key, is slow: it
+ * answers at once but acks the dialer's confirmation only after `delay`
+ * seconds, past the dialer's time for one address (and, at 1.2 s, past
+ * its whole join). The listener counts the connection from its ack, so
+ * the dialer must wait for it: it watches that connection, and the child
+ * never sees it close. */
+static void test_slow_ack(double delay)
+{
+    har_node_watch_t w, right_w;
+    har_node_watch_addr_t mine, right, none;
+    int sp[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) != 0) return;
+    har_node_watch_listen(&right_w, &right);
+    CHECK(right.port != 0, "a listening socket for the slow neighbour");
+    right.naddr = 1;
+    right.addr[0] = htonl(INADDR_LOOPBACK);
+    pid_t child = fork();
+    if (child == 0) {
+        struct { uint32_t magic; int32_t from, to; uint32_t unused; uint64_t challenge; } hello;
+        uint64_t answer[2] = {0x5eed, 0}, confirm;
+        char verdict = 'x';
+        int s = -1;
+        for (int i = 0; i < 2000 && s < 0; i++, nap(0.001)) s = accept(right_w.listen_fd, NULL, NULL);
+        if (s >= 0) fcntl(s, F_SETFL, 0);  /* blocking reads from here */
+        if (s < 0 || recv(s, &hello, sizeof hello, MSG_WAITALL) != sizeof hello) _exit(1);
+        answer[1] = har_node_watch_tag(&right.key, "answer", hello.from, hello.to, hello.challenge, answer[0]);
+        if (send(s, answer, sizeof answer, 0) != sizeof answer) _exit(1);
+        if (recv(s, &confirm, sizeof confirm, MSG_WAITALL) != sizeof confirm) _exit(1);
+        if (confirm != har_node_watch_tag(&right.key, "confirm", hello.from, hello.to, hello.challenge, answer[0]))
+            _exit(1);
+        nap(delay);
+        char ack = 'A', got;
+        if (send(s, &ack, 1, MSG_NOSIGNAL) == 1) {
+            nap(0.3);  /* the dialer has its ack; does it keep the connection? */
+            verdict = recv(s, &got, 1, MSG_DONTWAIT) == 0 ? 'c' : 'k';
+        }
+        if (write(sp[1], &verdict, 1) != 1) _exit(3);
+        if (read(sp[1], &got, 1) != 1) _exit(3);  /* the parent says when */
+        _exit(0);
+    }
+    close(right_w.listen_fd);
+    har_node_watch_listen(&w, &mine);
+    memset(&none, 0, sizeof none);  /* no left neighbour: it will not call */
+    har_node_watch_join(&w, 0, 1, &right, 1, &none);
+    char verdict = 0;
+    CHECK(read(sp[0], &verdict, 1) == 1 && verdict == 'k',
+          "a listener that acks %.1f s after the confirmation keeps a live connection (%c)", delay, verdict);
+    CHECK(w.fd[0] >= 0, "the dialer waited for that ack and watches its right neighbour");
+    const har_node_watch_bye_t *left = NULL;
+    CHECK(har_node_watch_lost(&w, 0, &left) == -1, "nobody lost while the slow neighbour lives");
+    CHECK(write(sp[0], "x", 1) == 1, "go");
+    waitpid(child, NULL, 0);
+    har_node_watch_close(&w, &(har_node_watch_bye_t){0, 0, -1, ""});
+    close(sp[0]);
+    close(sp[1]);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -185,6 +244,8 @@ int main(void)
     test_pair('b');
     test_stranger_calls();
     test_stranger_answers();
+    test_slow_ack(0.5);
+    test_slow_ack(1.2);
     printf("test_watch: %lu checks, %lu failed\n", checks, failures);
     return failures != 0;
 }
