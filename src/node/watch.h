@@ -67,7 +67,9 @@ HAR_HIDDEN void har_node_watch_none(har_node_watch_t *w);
 HAR_HIDDEN void har_node_watch_listen(har_node_watch_t *w, har_node_watch_addr_t *mine);
 /* After it, every rank at once: connects to the right neighbour (at place
  * `right_rank`, published `right`) and takes the left one's connection
- * (`left_rank`, `left`), within a second; then stops listening. */
+ * (`left_rank`, `left`), within a second (more only to hear whether a
+ * right neighbour that answered counts the connection); then stops
+ * listening. */
 HAR_HIDDEN void har_node_watch_join(har_node_watch_t *w, int me, int right_rank, const har_node_watch_addr_t *right,
                                     int left_rank, const har_node_watch_addr_t *left);
 /* A watched neighbour that is gone while this rank waits in call number
