@@ -49,7 +49,7 @@ uint64_t har_node_watch_tag(const har_secret_t *key, const char *what, int32_t f
         uint64_t dialer, listener;
     } m;
     memset(&m, 0, sizeof m);
-    strncpy(m.what, what, sizeof m.what);
+    memcpy(m.what, what, strnlen(what, sizeof m.what));  /* zero-padded by the memset */
     m.from = from, m.to = to, m.dialer = dialer, m.listener = listener;
     return har_secret_tag(key, &m, sizeof m);
 }
@@ -168,13 +168,20 @@ typedef struct {
     uint64_t dialer, listener;  /* the challenges */
 } caller_t;
 
+/* A step on a caller with something to read. Neighbours send each message
+ * whole, so one that stays incomplete is a stranger's: it is dropped
+ * after ADDRESS_SECONDS rather than polled readable, in a spin, until the
+ * join ends. */
 static void listener_step(caller_t *c, har_node_watch_t *w, int me, int left_rank)
 {
     if (!c->answered) {
         hello_t h;
         answer_t a;
         int got = take(c->fd, &h, sizeof h);
-        if (got == 0) return;
+        if (got == 0) {
+            if (har_node_seg_now() - c->since > ADDRESS_SECONDS) close_fd(&c->fd);
+            return;
+        }
         if (got < 0 || h.magic != HELLO_MAGIC || h.to != me || h.from != left_rank ||
             har_random(&a.challenge, sizeof a.challenge) != 0) {
             close_fd(&c->fd);
@@ -187,12 +194,18 @@ static void listener_step(caller_t *c, har_node_watch_t *w, int me, int left_ran
         return;
     }
     uint64_t confirm;
-    char ack = ACK;
+    char ack = ACK, next;
     int got = take(c->fd, &confirm, sizeof confirm);
-    if (got == 0) return;
+    if (got == 0) {
+        if (har_node_seg_now() - c->since > ADDRESS_SECONDS) close_fd(&c->fd);
+        return;
+    }
+    /* A dialer that waited for the ack in vain (DECISION_SECONDS) closed
+     * after its confirmation: the close, queued behind it, says not to count
+     * the connection (an ack into it would still be sent). */
     if (got > 0 && w->fd[1] < 0 &&
         confirm == har_node_watch_tag(&w->key, "confirm", left_rank, me, c->dialer, c->listener) &&
-        put(c->fd, &ack, 1)) {
+        recv(c->fd, &next, 1, MSG_PEEK | MSG_DONTWAIT) != 0 && put(c->fd, &ack, 1)) {
         w->fd[1] = c->fd, w->peer[1] = left_rank, c->fd = -1;
         return;
     }
@@ -232,7 +245,7 @@ void har_node_watch_join(har_node_watch_t *w, int me, int right_rank, const har_
          * itself gives way to the next. */
         if (d.state != DONE && (d.fd < 0 || (!deciding && now - d.tried > ADDRESS_SECONDS))) {
             close_fd(&d.fd);
-            d.state = ++d.k >= right->naddr ? DONE : DIALLING;
+            d.state = ++d.k >= right->naddr || now - start >= JOIN_SECONDS ? DONE : DIALLING;
             if (d.state == DIALLING) d.fd = dial(right, d.k), d.tried = har_node_seg_now();
             continue;
         }
