@@ -38,10 +38,11 @@ static void uncount_segment(void)
     pthread_mutex_unlock(&lock);
 }
 
-static void release_segment(har_comm_t *c)
+/* Lets go of the segment in order, having made `calls` calls (har_node_leave). */
+static void release_segment(har_comm_t *c, uint64_t calls)
 {
     if (!c->node.seg.base) return;
-    har_node_leave(&c->node, c->calls);
+    har_node_leave(&c->node, calls);
     uncount_segment();
 }
 
@@ -91,7 +92,7 @@ static void state_free(har_comm_t *c)
         if (c->eng[e].impl) har_engines[e]->destroy(c->eng[e].impl);
     if (!keep) {
         har_cuda_gpu_release(&c->gpu);
-        release_segment(c);
+        release_segment(c, c->calls);
         har_inter_release(node);
         free(node->scratch);
         free(node->ring_msgs);
@@ -392,7 +393,9 @@ static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
                       "(rank 0: %s); har's ring and doubling carry them",
                       nccl_why[0] ? nccl_why : "it can, another cannot");
     if (c->mode == HAR_COMM_FORWARDED) {
-        release_segment(c);
+        /* As having made the call in progress: a peer still waiting in the
+         * exchange above is not held up by this rank (har_node_seg_left_after). */
+        release_segment(c, node->call + 1);
         if (node->rank == 0)
             har_log(HAR_LOG_WARN, "node segment could not be set up on every rank; "
                     "this communicator's all-reduces go to the MPI");

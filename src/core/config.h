@@ -104,7 +104,7 @@ enum { LOCAL = 0, RANK0 = 1 };
     X(test_kill, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                              \
       "test build: RANK:POINT[:N], world rank RANK kills itself the Nth time it passes POINT")    \
     X(test_stall, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                             \
-      "test build: RANK:POINT:SECONDS, world rank RANK sleeps that long each time it passes POINT (a window held open for a test)") \
+      "test build: RANK:POINT:SECONDS[,...], world rank RANK sleeps that long each time it passes POINT (a window held open for a test)") \
     X(test_cuda_at, HAR_T_STR, "", LOCAL, 0, 0, NULL,                                           \
       "test build: RANK:CALL, rank RANK of every communicator (* for all) acts as if it had a CUDA context from its call number CALL on") \
     X(test_no_socket, HAR_T_INT, "-1", LOCAL, -1, 1 << 30, NULL,                                \

@@ -17,11 +17,12 @@ void har_test_set_rank(int rank) { world_rank = rank; }
 void har_test_point(const char *point)
 {
     char where[32];
-    int rank;
+    int rank, used = 0;
     unsigned long nth = 1;
     double seconds;
-    if (sscanf(HAR_CFG(test_stall).s, "%d:%31[^:]:%lf", &rank, where, &seconds) == 3 && rank == world_rank &&
-        strcmp(where, point) == 0 && seconds > 0) {
+    for (const char *s = HAR_CFG(test_stall).s;
+         sscanf(s, "%d:%31[^:,]:%lf%n", &rank, where, &seconds, &used) == 3; s += used + (s[used] == ',')) {
+        if (rank != world_rank || strcmp(where, point) != 0 || seconds <= 0) continue;
         struct timespec nap = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
         nanosleep(&nap, NULL);
     }

@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/fiber.h"
 #include "core/log.h"
+#include "core/test.h"
 #include "host/reduce.h"
 
 #define NOTICE_TAG 0x6173  /* har's own communicators carry nothing else but the ring's */
@@ -129,7 +130,10 @@ void har_node_drop_segment(har_node_t *node)
 {
     const har_failure_t *why = node->seg.base ? har_node_seg_failure(&node->seg) : NULL;
     if (why && (node->early || (node->early = malloc(sizeof *node->early)))) *node->early = *why;
-    if (node->seg.base) har_node_seg_detach(&node->seg);
+    /* In order, as a rank that made the call in progress: the set-up's
+     * exchange that decided to drop it is done here, and a peer still
+     * waiting in it must not take the lock's going for a death. */
+    if (node->seg.base) har_node_leave(node, node->call + 1);
 }
 
 const har_failure_t *har_node_record(const har_node_t *node)
@@ -278,6 +282,11 @@ har_status_t har_node_poll(har_node_t *node, double started, const char *step)
     return node_check(node, started, HAR_SEG_NO_EXCHANGE, step);
 }
 
+har_status_t har_node_poll_exchange(har_node_t *node, double started, const char *step)
+{
+    return node_check(node, started, node->call, step);
+}
+
 har_status_t har_node_exchange(har_node_t *node, int posted, MPI_Request *req, const char *step)
 {
     if (posted == MPI_SUCCESS) return har_node_wait_partner(node, 1, req, -1, step);
@@ -337,6 +346,7 @@ har_status_t har_node_wait_partner(har_node_t *node, int n, MPI_Request *reqs, i
             st = HAR_ERR_TIMEOUT;
             break;
         }
+        HAR_TEST_POINT("exchange-check");  /* a test holds open the window between the requests' test and the checks */
         /* A wait for a rank across nodes times out in the branch above,
          * which names that rank; the node's check reads the clock again
          * and must not win that race with a time-out that names nobody. */

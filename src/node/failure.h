@@ -19,6 +19,10 @@ HAR_HIDDEN har_status_t har_node_wait_all(har_node_t *node, const char *step);
 HAR_HIDDEN har_status_t har_node_wait_one(har_node_t *node, int peer, const char *step);
 /* While something else works (the GPU): the checks of a wait, once. */
 HAR_HIDDEN har_status_t har_node_poll(har_node_t *node, double started, const char *step);
+/* The same while an MPI exchange of the call in progress is waited for
+ * other than by har_node_wait_partner: a local peer that left in order
+ * after making the call is not taken for gone. */
+HAR_HIDDEN har_status_t har_node_poll_exchange(har_node_t *node, double started, const char *step);
 /* The same on one node, with no MPI call (a failure a local rank recorded,
  * dead or departed peers, the time-out): for a thread of har's own, which
  * may not call the MPI. */
@@ -75,7 +79,8 @@ HAR_HIDDEN void har_node_leave(har_node_t *node, uint64_t calls);
 /* The same across nodes: says "bye" to the death watch's neighbours, with
  * the `calls` this rank made on the communicator and that failure. */
 HAR_HIDDEN void har_node_say_bye(har_node_t *node, uint64_t calls);
-/* Detaches the segment (a set-up that failed or was declined), keeping its
+/* Lets go of the segment (a set-up that failed or was declined) as
+ * har_node_leave does, as having made the call in progress, keeping its
  * failure record, if any, for the report. */
 HAR_HIDDEN void har_node_drop_segment(har_node_t *node);
 /* Says, once, why the communicator failed (from the node's record), and

@@ -156,7 +156,7 @@ static int fetch(har_node_t *node, const har_offer_t *offer, har_status_t *st)
             fd = recv_fd(s);
             if (fd < 0) break;  /* rank 0 closed: it gave up or died */
         }
-        if (i % 64 == 63 && (*st = har_node_poll(node, started, "segment")) != HAR_OK) break;
+        if (fd < 0 && i % 64 == 63 && (*st = har_node_poll(node, started, "segment")) != HAR_OK) break;
     }
     if (s >= 0) close(s);
     return fd;
@@ -238,7 +238,7 @@ static har_status_t serve(har_node_t *node, int listener, int fd, const har_secr
             for (int k = 0; k < PENDING; k++)
                 if (pending[k].fd >= 0 && har_node_seg_now() - pending[k].since > TOKEN_SECONDS) drop(&pending[k]);
         }
-        if (i % 64 == 63 && (st = har_node_poll(node, started, "segment")) != HAR_OK) break;
+        if (i % 64 == 63 && (st = har_node_poll_exchange(node, started, "segment")) != HAR_OK) break;
     }
     for (int k = 0; k < PENDING; k++)
         if (pending[k].fd >= 0) drop(&pending[k]);
