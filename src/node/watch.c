@@ -238,8 +238,9 @@ void har_node_watch_join(har_node_watch_t *w, int me, int right_rank, const har_
     int expect_left = left->port != 0 && left->naddr != 0;  /* else it will not call */
     for (;;) {
         double now = har_node_seg_now();
+        int pending = d.state != DONE || (expect_left && w->fd[1] < 0);
         int deciding = d.state == CONFIRMED && now - d.confirmed < DECISION_SECONDS;
-        if (!(d.state != DONE || (expect_left && w->fd[1] < 0)) || (now - start >= JOIN_SECONDS && !deciding)) break;
+        if (!pending || (now - start >= JOIN_SECONDS && !deciding)) break;
         /* The right neighbour: a connection that completes the handshake;
          * an address that refuses, closes, stays silent or cannot prove
          * itself gives way to the next. */
