@@ -168,20 +168,24 @@ typedef struct {
     uint64_t dialer, listener;  /* the challenges */
 } caller_t;
 
-/* A step on a caller with something to read. Neighbours send each message
- * whole, so one that stays incomplete is a stranger's: it is dropped
- * after ADDRESS_SECONDS rather than polled readable, in a spin, until the
- * join ends. */
+/* take() on a caller that has something to read. Neighbours send each
+ * message whole, so one that stays incomplete is a stranger's: it is
+ * dropped after ADDRESS_SECONDS rather than polled readable, in a spin,
+ * until the join ends. */
+static int caller_take(caller_t *c, void *buf, size_t n)
+{
+    int got = take(c->fd, buf, n);
+    if (got == 0 && har_node_seg_now() - c->since > ADDRESS_SECONDS) close_fd(&c->fd);
+    return got;
+}
+
 static void listener_step(caller_t *c, har_node_watch_t *w, int me, int left_rank)
 {
     if (!c->answered) {
         hello_t h;
         answer_t a;
-        int got = take(c->fd, &h, sizeof h);
-        if (got == 0) {
-            if (har_node_seg_now() - c->since > ADDRESS_SECONDS) close_fd(&c->fd);
-            return;
-        }
+        int got = caller_take(c, &h, sizeof h);
+        if (got == 0) return;
         if (got < 0 || h.magic != HELLO_MAGIC || h.to != me || h.from != left_rank ||
             har_random(&a.challenge, sizeof a.challenge) != 0) {
             close_fd(&c->fd);
@@ -195,11 +199,8 @@ static void listener_step(caller_t *c, har_node_watch_t *w, int me, int left_ran
     }
     uint64_t confirm;
     char ack = ACK, next;
-    int got = take(c->fd, &confirm, sizeof confirm);
-    if (got == 0) {
-        if (har_node_seg_now() - c->since > ADDRESS_SECONDS) close_fd(&c->fd);
-        return;
-    }
+    int got = caller_take(c, &confirm, sizeof confirm);
+    if (got == 0) return;
     /* A dialer that waited for the ack in vain (DECISION_SECONDS) closed
      * after its confirmation: the close, queued behind it, says not to count
      * the connection (an ack into it would still be sent). */
