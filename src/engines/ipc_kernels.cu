@@ -504,17 +504,6 @@ __device__ __forceinline__ bool push_call(const har_push_args_t &a, const uint64
     __syncthreads();
     PUSH_STAMP(a, 2);
     if (stop) return false;
-#if __CUDA_ARCH__ >= 900
-    // Every peer's header for this block is here: the peers' blocks that
-    // store this block's lines run and store them without waiting for
-    // anything, so nothing left of this call needs a grid to be scheduled.
-    // The call queued after this one on the stream (launched early, as
-    // every queued call is) may now take its room on the SMs, where it
-    // waits in griddepcontrol.wait for this grid's end: its launch is then
-    // behind this call's reads, not after them. A plain launch after it
-    // does not see this.
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
     if (!differs) {
         for (size_t i = off + t; i < off + len && !*(volatile int *)&stop; i += blockDim.x) {
             uint64_t x[HAR_DEV_MAX_RANKS][2];
