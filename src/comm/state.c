@@ -179,6 +179,7 @@ static int self_delete_cb(MPI_Comm comm, int kv, void *attr, void *extra)
     har_comm_progress_stop();  /* no call of its into the MPI after this */
     pthread_mutex_lock(&lock);
     for (har_comm_t *c = live; c; c = c->next) {
+        har_node_say_bye(&c->node, c->calls);  /* as state_free: neighbours across nodes hear it left, not died */
         if (c->mode == HAR_COMM_FAILED) continue;  /* its memory stays: see state_free */
         c->mode = HAR_COMM_FORWARDED;  /* nothing may touch the segments from now on */
         if (c->node.seg.base) {
