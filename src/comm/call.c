@@ -32,7 +32,8 @@ typedef struct {
     int ctx_ranks;      /* ranks with a CUDA context for that GPU */
     int went_ahead;     /* some rank went ahead (launched with no host step): all must run its kernels */
     int wants_device;   /* some rank's non-blocking device calls wait for a set-up */
-    int current_ranks;  /* ranks with a current CUDA context (host buffers) */
+    int current_ranks;  /* ranks with a current CUDA context (before the device survey) */
+    int some_device;    /* some rank's buffers are on a GPU */
     int beside;         /* some rank had another call in progress when this one began */
 } agreed_t;
 
@@ -105,16 +106,16 @@ static void say_why_not(const har_comm_t *c, const har_plan_in_t *in)
     }
 }
 
-int har_comm_wants_cuda(const har_node_t *node, const har_call_t *call, uint64_t no)
+int har_comm_wants_cuda(int rank, const har_call_t *call, uint64_t no)
 {
 #ifdef HAR_TEST_HOOKS
     char who[16];
     unsigned long long from;
     if (sscanf(HAR_CFG(test_cuda_at).s, "%15[^:]:%llu", who, &from) == 2 &&
-        (strcmp(who, "*") == 0 || atoi(who) == node->rank) && no >= from)
+        (strcmp(who, "*") == 0 || atoi(who) == rank) && no >= from)
         return 1;
 #else
-    (void)node; (void)no;
+    (void)rank; (void)no;
 #endif
     return call->cuda && (call->in_kind != HAR_MEM_HOST || call->out_kind != HAR_MEM_HOST || har_cuda_context_current());
 }
@@ -138,8 +139,8 @@ static har_arrival_t *post(har_comm_t *c, const har_call_t *call, uint64_t no, u
 {
     har_arrival_t *mine = &har_node_seg_ctl(&c->node.seg, c->node.local_rank)->arrival[no & 1];
     int on_gpu = call->gpu >= 0;
-    if (!on_gpu && !c->surveyed && call->cuda && c->node.nnodes == 1) {
-        if (wanted(c->node.comm, 0)) flags |= HAR_ARRIVE_WANTS_DEVICE;
+    if (!c->surveyed && call->cuda && c->node.nnodes == 1) {
+        if (!on_gpu && wanted(c->node.comm, 0)) flags |= HAR_ARRIVE_WANTS_DEVICE;
         if (har_cuda_context_current()) flags |= HAR_ARRIVE_CURRENT_CTX;
     }
     if (call->beside) flags |= HAR_ARRIVE_BESIDE;
@@ -181,6 +182,7 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const h
     agreed->went_ahead = 0;
     agreed->wants_device = 0;
     agreed->current_ranks = 0;
+    agreed->some_device = 0;
     agreed->beside = 0;
     for (int r = 0; r < node->local_size; r++) {
         const har_arrival_t *a = &har_node_seg_ctl(seg, r)->arrival[no & 1];
@@ -192,6 +194,7 @@ static har_status_t arrive(har_comm_t *c, har_call_t *call, uint64_t no, const h
         agreed->went_ahead |= (a->flags & HAR_ARRIVE_AHEAD) != 0;
         agreed->wants_device |= (a->flags & HAR_ARRIVE_WANTS_DEVICE) != 0;
         agreed->current_ranks += (a->flags & HAR_ARRIVE_CURRENT_CTX) != 0;
+        agreed->some_device |= a->dev != 0;
         agreed->beside |= (a->flags & HAR_ARRIVE_BESIDE) != 0;
     }
     if (bad >= 0) {
@@ -226,25 +229,27 @@ static void setup(har_comm_t *c, int e, const agreed_t *agreed)
     s->ctx_ranks = agreed->ctx_ranks;
 }
 
-/* The device survey and the engines of the plans that go ahead, made at a
- * blocking call on host buffers: a rank's non-blocking device calls went
- * to the MPI for want of them (they are collective steps a non-blocking
- * call cannot make), and every rank has a current CUDA context, whose GPU
- * stands for its buffers'. From the next call on, non-blocking calls on
- * buffers there go ahead. */
-static har_status_t set_up_for_device(har_comm_t *c, har_plan_in_t in, agreed_t *agreed)
+/* The device survey (on `gpu`, which stands for this rank's buffers') and
+ * the engines of the plans that go ahead, made where non-blocking device
+ * calls need them (the survey and set-ups are collective steps that a
+ * started call cannot make in its post): at a blocking call on host
+ * buffers after a rank's non-blocking device calls went to the MPI for
+ * want of them, or in the fiber of a started call (har_comm_start). Every
+ * rank has a CUDA context, counted in agreed->ctx_ranks. From the next
+ * call on, non-blocking calls on buffers there go ahead. */
+static har_status_t set_up_for_device(har_comm_t *c, har_plan_in_t in, agreed_t *agreed, int gpu)
 {
     har_node_t *node = &c->node;
-    har_status_t st = har_cuda_survey(node, har_cuda_current_device(), &c->gpu);
+    har_status_t st = har_cuda_survey(node, gpu, &c->gpu);
     if (st != HAR_OK) return st;
     c->surveyed = 1;
     wanted(node->comm, 1);
-    HAR_LOG(HAR_LOG_DEBUG, "node %d: device survey and engines set up at a host call, for non-blocking device calls",
-            node->node);
+    HAR_LOG(HAR_LOG_DEBUG, "node %d: device survey and engines set up at call %llu (%s), for non-blocking device "
+            "calls", node->node, (unsigned long long)node->call, har_fiber_inside() ? "a started call" : "a host call");
     in.on_device = 1;
     in.shared_gpu = c->gpu.shared_gpu;
     in.cls = c->gpu.cls;
-    agreed->ctx_ranks = agreed->current_ranks;
+    say_why_not(c, &in);
     /* The engines of the smallest calls and of the largest blocking ones
      * that go ahead (the same engine, as the shipped rules stand; started
      * calls up to HAR_DEVICE_START_MAX take it too unless the table picks
@@ -283,7 +288,7 @@ static har_plan_in_t plan_in(const har_comm_t *c, const har_call_t *call, unsign
     return (har_plan_in_t){call->bytes, call->red.elem_size, node->local_size, node->nnodes, node->uniform, 0, 0,
                            call->red.dev_type, call->red.dev_op, har_engine_set(), engines_on_offer(c, 0), forced,
                            c->host_cls, call->in_kind == HAR_MEM_HOST && call->out_kind == HAR_MEM_HOST, 0,
-                           c->nccl_across};
+                           c->nccl_across, har_fiber_inside()};
 }
 
 /* The MPI's plan: it serves the call. */
@@ -362,10 +367,11 @@ static void run_across(void *arg)
     if (on_mover) har_note_clear();  /* the mover's notes are its calls' alone: none left from the last */
     har_status_t st = plan_call(c, &p->call, p->forced, &plan);
     if (st == HAR_OK && plan.engine == HAR_PATH_MPI) {
-        /* The MPI is no candidate across nodes unless forced, which
-         * har_comm_start saw: the MPI's call on the application's
-         * communicator could now come between the application's own. */
-        har_note("a started call across nodes was planned for the MPI");
+        /* The MPI is no candidate in a fiber (har_plan_in_t.progressed)
+         * unless forced, which har_comm_start saw: the MPI's call on the
+         * application's communicator could now come between the
+         * application's own. */
+        har_note("a started call on har's blocking path was planned for the MPI");
         har_node_fail(&c->node, HAR_ERR_INTERNAL, -1, "started");
         st = HAR_ERR_INTERNAL;
     }
@@ -749,12 +755,12 @@ static int thread_multiple(void)
  * another node joins a call whose kernels already wait: two nodes that
  * each put a different one of two calls on the kernels would hold each
  * other's copies (on the legacy stream, behind the kernels). A started
- * call across nodes (a fiber: every local rank's is) always, for the same
- * reason: it runs beside the application's other calls, and while it
- * waits for a completion call its kernels would hold the GPU. */
+ * call in a fiber (across nodes every local rank's is) always, for the
+ * same reason: it runs beside the application's other calls, and while
+ * it waits for a completion call its kernels would hold the GPU. */
 static int kept_off_waiting(const har_comm_t *c, const agreed_t *agreed)
 {
-    return agreed->beside || (c->node.nnodes > 1 && (thread_multiple() || har_fiber_inside()));
+    return agreed->beside || har_fiber_inside() || (c->node.nnodes > 1 && thread_multiple());
 }
 
 /* Call `no` planned from every local rank's record: the arrival, then the
@@ -772,15 +778,22 @@ static har_status_t plan_at_arrival(har_comm_t *c, har_call_t *call, uint64_t no
         har_node_fail(node, HAR_ERR_INTERNAL, -1, "arrival");
         return HAR_ERR_INTERNAL;
     }
+    /* A started call in a fiber on one node is there to set the node up
+     * for device buffers where some rank's buffers are on a GPU. */
+    int setting_up = har_fiber_inside() && node->nnodes == 1 && !c->surveyed;
     if (!agreed.all_device) {
-        if (agreed.wants_device && !c->surveyed && agreed.current_ranks == node->local_size && node->nnodes == 1 &&
-            !thread_multiple() && (st = set_up_for_device(c, in, &agreed)) != HAR_OK)
-            return st;
+        if ((agreed.wants_device || (setting_up && agreed.some_device)) && !c->surveyed &&
+            agreed.current_ranks == node->local_size && node->nnodes == 1 && !thread_multiple()) {
+            agreed.ctx_ranks = agreed.current_ranks;
+            if ((st = set_up_for_device(c, in, &agreed, har_cuda_current_device())) != HAR_OK) return st;
+        }
         *plan = *host;  /* the same inputs as before the arrival */
         return HAR_OK;
     }
     in.on_device = 1;
-    if (!c->surveyed) {
+    if (setting_up) {
+        if ((st = set_up_for_device(c, in, &agreed, call->gpu)) != HAR_OK) return st;
+    } else if (!c->surveyed) {
         if ((st = har_cuda_survey(node, call->gpu, &c->gpu)) != HAR_OK) return st;
         c->surveyed = 1;
         in.shared_gpu = c->gpu.shared_gpu;
@@ -800,10 +813,11 @@ static har_status_t plan_at_arrival(har_comm_t *c, har_call_t *call, uint64_t no
 
 void har_comm_done(void) { atomic_fetch_sub(&in_progress, 1); }
 
-/* Are this rank's buffers where the kernels of calls gone ahead take them? */
+/* Are this rank's buffers where the kernels of calls gone ahead take them?
+ * Never in a fiber: its launch would wait for a completion call. */
 static int goes_ahead(const har_comm_t *c, const har_call_t *call)
 {
-    return c->surveyed && c->node.nnodes == 1 && call->in_kind == HAR_MEM_DEVICE &&
+    return c->surveyed && c->node.nnodes == 1 && !har_fiber_inside() && call->in_kind == HAR_MEM_DEVICE &&
            call->out_kind == HAR_MEM_DEVICE && call->gpu == c->gpu.ordinal && !call->bad && !thread_multiple();
 }
 
@@ -832,7 +846,7 @@ static har_status_t plan_call(har_comm_t *c, har_call_t *call, unsigned forced, 
             c->cuda_node = 1;
             HAR_LOG(HAR_LOG_DEBUG, "node %d: a local rank has CUDA; every call from call %llu starts with an "
                     "arrival", node->node, (unsigned long long)from);
-        } else if (from == UINT64_MAX && har_comm_wants_cuda(node, call, no)) {
+        } else if (from == UINT64_MAX && har_comm_wants_cuda(node->rank, call, no)) {
             uint64_t unset = UINT64_MAX;
             atomic_compare_exchange_strong(&hdr->cuda_from_call, &unset, no + 1);
         }
@@ -865,27 +879,48 @@ har_status_t har_comm_start(har_comm_t *c, har_call_t *call, unsigned forced, ha
     mpi_plan(plan);
     /* Behind started calls still running on c it waits in their list,
      * numbered (and failed, if one of them failed c) in its turn. */
-    if (node->nnodes > 1 && across_on(c) && !har_plan_declines(call->bytes, &c->set))
-        return start_across(c, call, forced, plan, pending);
+    if (across_on(c) && !har_plan_declines(call->bytes, &c->set)) return start_across(c, call, forced, plan, pending);
     if (failed_before(c)) return HAR_ERR_PEER_FAILED;
     /* Every rank decides alike, from what they share: a communicator set
-     * up (set-up and survey are blocking collectives, made by a blocking
-     * call: a communicator's first calls go to the MPI) and a size har
-     * takes. Across nodes the blocking path serves it in a fiber. On one
-     * node, a communicator set up for device buffers and a plan that goes
-     * ahead on an engine that starts calls; or a plan on an engine whose
-     * calls start anywhere (the test build's). */
+     * up (its set-up's splits are blocking collectives, made by a blocking
+     * call or, for the world of a GPU application, inside MPI_Init: a
+     * communicator's first calls otherwise go to the MPI) and a size har
+     * takes. Across nodes the blocking path serves it in a fiber. */
     if (c->mode != HAR_COMM_SERVED || har_plan_declines(call->bytes, &c->set)) return HAR_OK;
     if (node->nnodes > 1) return start_across(c, call, forced, plan, pending);
+    /* On one node, where a rank has CUDA and the node is not set up for
+     * device buffers, the blocking path in a fiber too: its arrival, where
+     * every rank shows its buffers and context, makes the device survey
+     * and the engines that go ahead (set_up_for_device), and the host
+     * segment serves it. From then on a started call whose buffers go
+     * ahead goes ahead; every other one takes a fiber, never the MPI: a
+     * rank that has not yet seen the set-up's end (its fiber still waits)
+     * posts its next calls into the fiber list behind it, and at their
+     * arrival joins the kernels of peers that went ahead (not under
+     * HAR_CHECK, whose comparison is an MPI call on the communicator). */
+    if (!c->set_up_by_start && c->cuda_node && !c->surveyed && !c->set.check && !thread_multiple() &&
+        forced != HAR_BIT(MPI))
+        c->set_up_by_start = 1;
     har_plan_in_t in = plan_in(c, call, forced);
     in.started = 1;  /* its own size limit for going ahead: HAR_DEVICE_START_MAX */
     *plan = har_plan(&in, &c->set);  /* offers only engines not failed */
-    int anywhere = plan->engine != HAR_PATH_MPI && har_engine_set()->by_path[plan->engine]->starts_anywhere;
-    if (!anywhere && !c->surveyed && call->gpu >= 0) har_comm_want_device(node->comm);
-    if ((!anywhere && (!c->surveyed || thread_multiple() || !ahead_plan(c, in, plan))) ||
-        !har_engines[plan->engine]->start) {
-        mpi_plan(plan);
-        return HAR_OK;
+    int anywhere = 0;
+    if (c->set_up_by_start) {
+        if (!goes_ahead(c, call) || !ahead_plan(c, in, plan) || !har_engines[plan->engine]->start) {
+            mpi_plan(plan);
+            return start_across(c, call, forced, plan, pending);
+        }
+    } else {
+        /* Otherwise a communicator set up for device buffers and a plan
+         * that goes ahead on an engine that starts calls; or a plan on an
+         * engine whose calls start anywhere (the test build's). */
+        anywhere = plan->engine != HAR_PATH_MPI && har_engine_set()->by_path[plan->engine]->starts_anywhere;
+        if (!anywhere && !c->surveyed && call->gpu >= 0) har_comm_want_device(node->comm);
+        if ((!anywhere && (!c->surveyed || thread_multiple() || !ahead_plan(c, in, plan))) ||
+            !har_engines[plan->engine]->start) {
+            mpi_plan(plan);
+            return HAR_OK;
+        }
     }
     uint64_t no = node->call = c->calls++;
     end_older(c, no, 1);
@@ -926,6 +961,9 @@ har_status_t har_comm_enqueue(har_comm_t *c, har_call_t *call, unsigned forced, 
 {
     har_node_t *node = &c->node;
     mpi_plan(plan);
+    /* The started calls before it on c end first, as for a blocking call:
+     * one that sets the node up in a fiber decides what follows. */
+    end_across(c, 1);
     if (failed_before(c)) return HAR_ERR_PEER_FAILED;
     if (c->mode != HAR_COMM_SERVED || node->nnodes != 1 || !c->surveyed || c->set.check ||
         har_plan_declines(call->bytes, &c->set))

@@ -89,8 +89,9 @@ HAR_HIDDEN void har_comm_end_before_free(MPI_Comm comm);
  * local rank, sets it up for device buffers at its arrival. */
 HAR_HIDDEN void har_comm_want_device(MPI_Comm comm);
 
-/* Does this rank have CUDA at call `no`: device buffers, or a current
- * context? (Cheap while the application has not loaded libcuda.) */
-HAR_HIDDEN int har_comm_wants_cuda(const har_node_t *node, const har_call_t *call, uint64_t no);
+/* Does this rank (`rank` of the communicator) have CUDA at call `no`:
+ * device buffers, or a current context? (Cheap while the application has
+ * not loaded libcuda.) */
+HAR_HIDDEN int har_comm_wants_cuda(int rank, const har_call_t *call, uint64_t no);
 
 #endif

@@ -382,7 +382,7 @@ static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
     char nccl_why[160] = "";
     int nccl_asked = node->nnodes > 1 && c->set.inter_path == HAR_PATH_INTER_NCCL;
     int mine[3] = {ok && node->scratch && har_inter_setup(node) == HAR_OK,
-                   ok && har_comm_wants_cuda(node, call, 0) ? -1 : 0,
+                   ok && har_comm_wants_cuda(node->rank, call, 0) ? -1 : 0,
                    nccl_asked && har_inter_nccl_here(nccl_why, sizeof nccl_why)}, all[3];
     st = har_node_exchange(node, PMPI_Iallreduce(mine, all, 3, MPI_INT, MPI_MIN, comm, &req), &req, "set-up");
     if (st != HAR_OK) return st;
@@ -407,6 +407,20 @@ static har_status_t state_setup(har_comm_t *c, const har_call_t *call)
             node->nnodes == 1 ? "one node" : node->uniform ? "rails" : "leader",
             har_node_seg_bytes(node->local_size, slot), c->host_cls);
     return HAR_OK;
+}
+
+void har_comm_set_up_world(int world_rank)
+{
+    har_call_t call;  /* what the set-up asks of a call: whether it wants CUDA */
+    memset(&call, 0, sizeof call);
+    call.cuda = har_cuda_loaded();
+    /* Asked of every rank, whatever its own settings say: each takes part. */
+    int size = 1, mine = HAR_CFG(enable).i && har_comm_wants_cuda(world_rank, &call, 0), all = 0;
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size < 2 || PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS || !all) return;
+    har_status_t st;
+    har_comm_t *c = har_comm_get(MPI_COMM_WORLD, &call, &st);
+    if (c && st != HAR_OK) har_comm_fail(c, st);  /* as a call whose set-up failed: later calls fail */
 }
 
 har_comm_t *har_comm_peek(MPI_Comm comm)

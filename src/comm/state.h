@@ -29,6 +29,8 @@ typedef struct har_comm {
     int cuda_node;                  /* the node agreed some rank has CUDA: every call starts with an arrival */
     int nccl_across;                /* the communicator agreed NCCL carries blocks between nodes (HAR_INTER=nccl) */
     int surveyed;                   /* gpu holds the node's device survey */
+    int set_up_by_start;            /* one node: a started call made (or tried) the device set-up in a fiber;
+                                     * from then on no started call here goes to the MPI (comm/call.c) */
     har_cuda_gpu_t gpu;
     char host_cls[HAR_CLASS_LEN];   /* the class the table's host rows are keyed by */
     har_engine_slot_t eng[HAR_PATH_COUNT];  /* by engine path */
@@ -50,5 +52,10 @@ HAR_HIDDEN void har_comm_finalize(void);
 HAR_HIDDEN har_comm_t *har_comm_get(MPI_Comm comm, const har_call_t *call, har_status_t *st);
 /* The state if it was made already; NULL otherwise (no MPI collective). */
 HAR_HIDDEN har_comm_t *har_comm_peek(MPI_Comm comm);
+/* Inside MPI_Init, where a collective over the world is safe: the world's
+ * state, made there if every rank of it has a current CUDA context (a GPU
+ * application, whose non-blocking calls then need no blocking call first:
+ * the splits of the set-up have no non-blocking form). */
+HAR_HIDDEN void har_comm_set_up_world(int world_rank);
 
 #endif

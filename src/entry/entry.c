@@ -95,6 +95,7 @@ static void init(void)
     har_node_init();
     if (__atomic_load_n(&at_mpi_init, __ATOMIC_RELAXED)) har_node_census();
     har_comm_init();
+    if (__atomic_load_n(&at_mpi_init, __ATOMIC_RELAXED)) har_comm_set_up_world(world_rank);
     har_requests_count_with(served_late);
 #ifdef HAR_TEST_HOOKS
     har_test_set_rank(world_rank);

@@ -117,7 +117,7 @@ int har_plan_candidates(const har_plan_in_t *in, const har_settings_t *s, unsign
         if (e->shots & first) cand[n++] = bit | first;
         if (one_node && (e->shots & second)) cand[n++] = bit | second;
     }
-    if (one_node || (in->forced & HAR_BIT(MPI))) cand[n++] = HAR_BIT(MPI);
+    if ((one_node && !in->progressed) || (in->forced & HAR_BIT(MPI)) || !n) cand[n++] = HAR_BIT(MPI);
     return n;
 }
 

@@ -121,6 +121,9 @@ typedef struct {
                                  * only with their like: every rank's call is one) */
     int nccl_across;            /* every rank of the communicator agreed at set-up that NCCL can carry
                                  * its blocks between nodes (asked by HAR_INTER=nccl) */
+    int progressed;             /* a started call on har's blocking path in a fiber: the MPI is no
+                                 * candidate (its call on the application's communicator could come
+                                 * between the application's own calls there) */
 } har_plan_in_t;
 
 typedef struct {

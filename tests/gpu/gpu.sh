@@ -215,6 +215,16 @@ else
         check "4 ranks under MPS, $case, the communicator set up by a blocking call on host buffers after a non-blocking device call the MPI served: har's kernels serve the calls after it" \
             env HAR_TIMEOUT=60 $mpi 4 "$bin/gpu/requests_gpu" $case --device --seed $seed --expect har:ipc --setup-host
     done
+    # No blocking call at all, CUDA before MPI_Init (as OSU's benchmarks
+    # start): the world is set up inside MPI_Init, the first started calls
+    # set the node up for device buffers in a fiber (the host segment serves
+    # them), and the later ones go ahead on the kernels.
+    for case in inflight persistent; do
+        check "4 ranks under MPS, $case, CUDA before MPI_Init and no blocking call: the first started calls set the node up for device buffers in a fiber, the later ones on har's kernels" \
+            env HAR_TIMEOUT=60 $mpi 4 "$bin/gpu/requests_gpu" $case --device --cuda-first --seed $seed --expect har:ipc,host_segment --setup-none --progressed some
+    done
+    check "3 ranks under MPS, deadlock, CUDA before MPI_Init and no blocking call: rank 0's started call before its MPI_Send, rank 1's after its MPI_Recv, the set-up in their fibers" \
+        env HAR_TIMEOUT=60 $mpi 3 "$bin/gpu/requests_gpu" deadlock --device --cuda-first --seed $seed --expect har:host_segment --setup-none --progressed all
     # Across pretend nodes of 2 the started calls run har's blocking path
     # in a fiber, moved on by the completion calls: within each node the
     # host segment (not the kernels, which wait on the GPU), the ring or

@@ -5,8 +5,8 @@
  * rank computes alone, and the bytes between elements of derived types
  * left as they were.
  *
- * requests CASE [--device] [--expect staged|untouched|har:PATH[,PATH...] [--setup-host] [--across]] [--blocking-by PATH]
- *          [--seed N] [--rounds N] [--thread-multiple]
+ * requests CASE [--device [--cuda-first]] [--expect staged|untouched|har:PATH[,PATH...] [--setup-host|--setup-none]
+ *          [--across] [--progressed all|some]] [--blocking-by PATH] [--seed N] [--rounds N] [--thread-multiple]
  *   inflight    5 all-reduces of different types, counts and ops at once,
  *               beside a ring of Isend/Irecv, per round
  *   deadlock    rank 0 posts MPI_Iallreduce then MPI_Send, rank 1 MPI_Recv
@@ -41,7 +41,14 @@
  * persistent all-reduce of a predefined type and op (the derived types'
  * stay the MPI's, unstaged on host buffers, staged on device buffers, in
  * the same completion calls), and refuses to start or free a persistent
- * request it serves while it is active. */
+ * request it serves while it is active.
+ * --setup-none (inflight, deadlock, persistent: the world's calls): no
+ * blocking call at all; har sets the world up inside MPI_Init where every
+ * rank has a CUDA context (--cuda-first: made before MPI_Init, as OSU's
+ * benchmarks do), and its first started calls set it up for device buffers.
+ * --progressed all|some: every started call of a predefined type ran har's
+ * blocking path in a fiber, or some did but not all (the others went
+ * ahead on the kernels). */
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -63,9 +70,31 @@ static long long blocking_made;        /* the threads case's blocking calls */
 static char *blocking_by;              /* --blocking-by PATH[,PATH...] */
 static int set_up;                     /* --expect har:PATH */
 static int setup_host;                 /* --setup-host */
+static int setup_none;                 /* --setup-none */
 static int across;                     /* --across: har's started calls ran its blocking path across nodes */
+static const char *progressed_want;    /* --progressed all|some */
 static int thread_multiple;            /* --thread-multiple (and the threads case) */
 static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
+static int cuda_first;                 /* --cuda-first */
+
+/* --cuda-first: a current CUDA context before MPI_Init, on the GPU of the
+ * launcher's local rank (as Open MPI, MPICH's Hydra or Slurm name it). */
+static int cuda_before_init(void)
+{
+#ifdef HAR_TEST_CUDA
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"};
+    int n = 0, local = 0;
+    if (!on_device || cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return 0;
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i])) {
+            local = atoi(getenv(vars[i]));
+            break;
+        }
+    return cudaSetDevice(local % n) == cudaSuccess && cudaFree(0) == cudaSuccess;
+#else
+    return 0;
+#endif
+}
 
 /* Rank r's element i of slot j in round k: small integers, so that sums
  * are exact in every type and order. */
@@ -213,7 +242,7 @@ static int slot_post(slot_t *s, MPI_Comm comm, MPI_Request *req)
  * do). */
 static void setup_comm(MPI_Comm comm)
 {
-    if (!set_up) return;
+    if (!set_up || setup_none) return;
     slot_t s;
     if (setup_host) {
         MPI_Request r;
@@ -670,6 +699,9 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--device")) on_device = 1;
         else if (!strcmp(argv[i], "--expect") && i + 1 < argc) set_up = !strncmp(expect = argv[++i], "har:", 4);
         else if (!strcmp(argv[i], "--setup-host")) setup_host = 1;
+        else if (!strcmp(argv[i], "--setup-none")) setup_none = 1;
+        else if (!strcmp(argv[i], "--cuda-first")) cuda_first = 1;
+        else if (!strcmp(argv[i], "--progressed") && i + 1 < argc) progressed_want = argv[++i];
         else if (!strcmp(argv[i], "--across")) across = 1;
         else if (!strcmp(argv[i], "--thread-multiple")) thread_multiple = 1;
         else if (!strcmp(argv[i], "--blocking-by") && i + 1 < argc) blocking_by = argv[++i];
@@ -681,6 +713,10 @@ int main(int argc, char **argv)
         }
     }
     thread_multiple |= !strcmp(what, "threads");
+    if (cuda_first && !cuda_before_init()) {
+        printf("requests: no GPU; skipped\n");
+        return 77;
+    }
     MPI_Init_thread(&argc, &argv, thread_multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
@@ -734,7 +770,7 @@ int main(int argc, char **argv)
             MPI_Comm_free(&a[t].comm);
         }
     } else {
-        fprintf(stderr, "usage: requests inflight|deadlock|crossed|persistent|threads|badargs|unattended [--device] [--expect staged|untouched|har:PATH[,PATH...] [--setup-host] [--across]] [--blocking-by PATH]"
+        fprintf(stderr, "usage: requests inflight|deadlock|crossed|persistent|threads|badargs|unattended [--device [--cuda-first]] [--expect staged|untouched|har:PATH[,PATH...] [--setup-host|--setup-none] [--across] [--progressed all|some]] [--blocking-by PATH]"
                         " [--seed N] [--rounds N] [--thread-multiple]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -753,10 +789,15 @@ int main(int argc, char **argv)
                  "calls by %s where %lld of predefined types, %lld persistent starts, %lld set-up calls and %lld "
                  "other blocking calls were made",
                  expect, seen, posted, staged, others, by, expect + 4, posted_own, started_own, setups, blocking_made);
-        long long progressed = counter("progressed");
-        if (across && progressed != posted_own + started_own)
-            FAIL("expected every started call across nodes on har's blocking path: %lld progressed, where %lld "
+        long long progressed = counter("progressed"), own = posted_own + started_own;
+        int all = across || (progressed_want && !strcmp(progressed_want, "all"));
+        if (all && progressed != own)
+            FAIL("expected every started call on har's blocking path in a fiber: %lld progressed, where %lld "
                  "MPI_Iallreduce of predefined types and %lld persistent starts were made",
+                 progressed, posted_own, started_own);
+        if (progressed_want && !strcmp(progressed_want, "some") && (progressed < 1 || progressed >= own))
+            FAIL("expected the first started calls on har's blocking path in a fiber and the later ones ahead: %lld "
+                 "progressed of %lld MPI_Iallreduce of predefined types and %lld persistent starts",
                  progressed, posted_own, started_own);
     } else if (expect) {
         int want_staged = !strcmp(expect, "staged");

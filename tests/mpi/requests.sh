@@ -75,6 +75,19 @@ for np in 4 3; do
 done
 check_fails "--across fails where the started calls were not har's across nodes" "expected every started call" \
     env HAR_ALGO=fake $mpi 2 "$linked" inflight --rounds 2 --seed $seed --expect har:fake --across
+# One node where every rank has CUDA before MPI_Init (the test build's
+# HAR_TEST_CUDA_AT from call 0 stands for a current context): the world is
+# set up inside MPI_Init, and with no blocking call at all its started
+# calls run har's blocking path in a fiber, whose arrival would set the
+# node up for device buffers (host buffers here: nothing to set up), on
+# the host segment. Where one rank has none, the world waits for a
+# blocking call as any communicator does, and the MPI serves them.
+for case in inflight deadlock persistent; do
+    run_case "$case on one node with CUDA everywhere, no blocking call: the world set up inside MPI_Init, every started call on har's blocking path in a fiber" \
+        env HAR_TEST_CUDA_AT='*:0' $mpi 3 "$linked" $case --seed $seed --expect har:host_segment --setup-none --progressed all
+done
+check_fails "... and where one rank has no CUDA the MPI serves them" "expected har:host_segment" \
+    env HAR_TEST_CUDA_AT='1:0' $mpi 3 "$linked" inflight --rounds 2 --seed $seed --expect har:host_segment --setup-none
 # Under MPI_THREAD_MULTIPLE a thread of har's moves them (HAR_PROGRESS_THREAD):
 # the same cases, 4 threads each posting on its own communicator beside
 # their blocking calls, and rank 0 computing 4 s with no MPI call while its

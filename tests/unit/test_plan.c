@@ -105,7 +105,8 @@ static int can_serve(unsigned choice, const har_plan_in_t *in)
         return in->on_device && offered(in, HAR_PATH_NCCL) && kernels && nccl_op && one_node && !in->shared_gpu &&
                !check_mode;
     if (choice == FAKE) return offered(in, HAR_PATH_FAKE) && (in->forced & FAKE) && one_node && !check_mode;
-    if (choice == B(MPI)) return one_node || (in->forced & B(MPI));
+    /* Not where a started call runs in a fiber (har_plan_in_t.progressed), unless forced. */
+    if (choice == B(MPI)) return (one_node && !in->progressed) || (in->forced & B(MPI));
     return 0;
 }
 
@@ -160,7 +161,7 @@ static unsigned reference(const har_plan_in_t *in, const har_settings_t *s, cons
     }
     keep_meeting(cand, &m, in->forced);
     keep_meeting(cand, &m, row ? row->choice : 0);
-    return m ? cand[0] : 0;
+    return m ? cand[0] : B(MPI);
 }
 
 /* Started calls planned ahead beyond HAR_DEVICE_AHEAD_MAX: the sweeps must reach some. */
@@ -256,7 +257,8 @@ static void sweep_plans(const har_settings_t *s)
                                         har_plan_in_t in = {sizes[b], 4, locals[l], nodes[k], uniform || nodes[k] == 1,
                                                             device, shared, kinds[t][0], kinds[t][1],
                                                             har_engine_set(), engines[e], forced[f], "TEST_CLASS/1",
-                                                            !device, 0, (int)((b + f + shared) % 2)};
+                                                            !device, 0, (int)((b + f + shared) % 2),
+                                                            (int)((b + e + t) % 2)};
                                         check_plan(&in, s);
                                         in.host_buffers = 0;  /* device buffers the node did not agree on */
                                         check_plan(&in, s);
@@ -308,7 +310,7 @@ static void check_table(void)
          * is on device buffers. */
         if (cases[i].device && !har_engines[HAR_PATH_IPC]) continue;
         har_plan_in_t in = {cases[i].bytes, 4, cases[i].local, cases[i].nodes, 1, cases[i].device, 0, HAR_DT_F32,
-                            HAR_OP_SUM, har_engine_set(), cases[i].engines, 0, cases[i].cls, !cases[i].device, 0, 0};
+                            HAR_OP_SUM, har_engine_set(), cases[i].engines, 0, cases[i].cls, !cases[i].device, 0, 0, 0};
         har_plan_t p = har_plan(&in, &s);
         unsigned got = p.paths & (HOST1 | HOST2 | IPC1 | IPC2 | B(NCCL) | B(MPI));
         CHECK(got == cases[i].want, "table case %zu (bytes %" PRIu64 ", %s): got %#x, want %#x", i, cases[i].bytes,
@@ -317,7 +319,7 @@ static void check_table(void)
     }
     /* A forced choice beats the table. */
     har_plan_in_t in = {1, 4, 2, 1, 1, 1, 0, HAR_DT_F32, HAR_OP_SUM, har_engine_set(), all, B(HOST_SEGMENT),
-                        "GPU_A/nvlink", 0, 0, 0};
+                        "GPU_A/nvlink", 0, 0, 0, 0};
     CHECK(har_plan(&in, &s).engine == HAR_PATH_HOST_SEGMENT, "forced host_segment over the table");
 
     static const char *const bad_tables[] = {
