@@ -213,11 +213,13 @@ static void listener_step(caller_t *c, har_node_watch_t *w, int me, int left_ran
     close_fd(&c->fd);
 }
 
-/* A new connection, in a free place or the oldest one's. */
-static void admit(int listen_fd, caller_t *callers)
+/* A new connection, in a free place or the oldest one's; 0 where none
+ * can be taken for good (no descriptor left: the connection stays in the
+ * backlog, readable, and polling it again would only spin). */
+static int admit(int listen_fd, caller_t *callers)
 {
     int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
+    if (fd < 0) return errno != EMFILE && errno != ENFILE && errno != ENOBUFS && errno != ENOMEM;
     caller_t *c = &callers[0];
     for (int k = 0; k < PENDING && c->fd >= 0; k++)
         if (callers[k].fd < 0 || callers[k].since < c->since) c = &callers[k];
@@ -225,6 +227,7 @@ static void admit(int listen_fd, caller_t *callers)
     memset(c, 0, sizeof *c);
     c->fd = fd;
     c->since = har_node_seg_now();
+    return 1;
 }
 
 void har_node_watch_join(har_node_watch_t *w, int me, int right_rank, const har_node_watch_addr_t *right, int left_rank,
@@ -258,7 +261,10 @@ void har_node_watch_join(har_node_watch_t *w, int me, int right_rank, const har_
         if (d.state != DONE && p[0].revents && !dialer_step(&d, w, me, right_rank, right)) close_fd(&d.fd);
         for (int k = 0; k < PENDING; k++)
             if (callers[k].fd >= 0 && p[2 + k].revents) listener_step(&callers[k], w, me, left_rank);
-        if (p[1].revents & POLLIN) admit(w->listen_fd, callers);
+        if ((p[1].revents & POLLIN) && !admit(w->listen_fd, callers)) {
+            close_fd(&w->listen_fd);  /* its left neighbour cannot be taken: not watched (said below) */
+            expect_left = 0;
+        }
     }
     close_fd(&d.fd);
     for (int k = 0; k < PENDING; k++) close_fd(&callers[k].fd);

@@ -4,7 +4,9 @@
  * connects first, or that answers at a neighbour's address, is never taken
  * for the neighbour, so it can neither fake a death nor keep the real one
  * out; a listener slow to ack is not given up on once it may count the
- * connection (a death it would see that never happened). */
+ * connection (a death it would see that never happened); a process out of
+ * descriptors ends its join at once instead of spinning on a connection it
+ * cannot accept. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +14,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -241,6 +245,57 @@ static void test_slow_ack(double delay)
     close(sp[0]);
 }
 
+static double seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static double cpu_seconds(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+/* This process out of descriptors (every one below RLIMIT_NOFILE taken)
+ * while its neighbour's connection waits in its listener's backlog: it
+ * can neither accept it nor dial. Its join must end at once, watching
+ * neither side, not spin on the readable listener until its time-out. */
+static void test_no_descriptors(void)
+{
+    enum { LIMIT = 64 };  /* above what poll needs (it refuses more descriptors than the limit) */
+    int sp[2], fill[LIMIT], nfill = 0;
+    har_node_watch_t w;
+    har_node_watch_addr_t mine, theirs;
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) != 0) return;
+    pid_t pid = neighbour(&mine, &w, sp, 'd');
+    CHECK(read(sp[0], &theirs, sizeof theirs) == sizeof theirs, "neighbour's address");
+    CHECK(write(sp[0], &mine, sizeof mine) == sizeof mine, "our address");
+    nap(0.1);  /* its dial reaches the backlog */
+    struct rlimit was, low;
+    getrlimit(RLIMIT_NOFILE, &was);
+    low = was;
+    low.rlim_cur = LIMIT;
+    CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0, "a low limit");
+    while (nfill < LIMIT && (fill[nfill] = dup(0)) >= 0) nfill++;
+    CHECK(nfill < LIMIT && errno == EMFILE, "no descriptor left (%d taken)", nfill);
+    double t0 = seconds(), c0 = cpu_seconds();
+    har_node_watch_join(&w, 0, 1, &theirs, 1, &theirs);
+    double took = seconds() - t0, cpu = cpu_seconds() - c0;
+    while (nfill > 0) close(fill[--nfill]);
+    setrlimit(RLIMIT_NOFILE, &was);
+    CHECK(took < 0.5 && cpu < 0.2, "out of descriptors, the join ends at once: %.2f s, %.2f s of CPU", took, cpu);
+    CHECK(w.fd[0] < 0 && w.fd[1] < 0, "and watches neither side");
+    char joined = 0;
+    CHECK(read(sp[0], &joined, 1) == 1 && joined == 'n', "nor does the neighbour (%c)", joined);
+    CHECK(write(sp[0], "x", 1) == 1, "go");
+    waitpid(pid, NULL, 0);
+    close(sp[0]);
+    close(sp[1]);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -251,6 +306,7 @@ int main(void)
     test_stranger_answers();
     test_slow_ack(0.5);
     test_slow_ack(1.2);
+    test_no_descriptors();
     printf("test_watch: %lu checks, %lu failed\n", checks, failures);
     return failures != 0;
 }
