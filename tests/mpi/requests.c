@@ -74,8 +74,8 @@ static int setup_none;                 /* --setup-none */
 static int across;                     /* --across: har's started calls ran its blocking path across nodes */
 static const char *progressed_want;    /* --progressed all|some */
 static int thread_multiple;            /* --thread-multiple (and the threads case) */
-static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
 static int cuda_first;                 /* --cuda-first */
+static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* --cuda-first: a current CUDA context before MPI_Init, on the GPU of the
  * launcher's local rank (as Open MPI, MPICH's Hydra or Slurm name it). */
