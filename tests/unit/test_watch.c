@@ -47,8 +47,9 @@ static void test_tag(void)
 /* Forks a neighbour at place 1 (this process is place 0, p = 2: each is
  * the other's left and right). `then` says what the neighbour does after
  * joining: 'd' dies, 'b' says bye after 5 calls, 's' joins late (a
- * stranger came first). */
-static pid_t neighbour(har_node_watch_addr_t *mine, har_node_watch_t *w, int pipe_fd[2], char then)
+ * stranger came first). It swaps addresses with it (`theirs`). */
+static pid_t neighbour(har_node_watch_addr_t *mine, har_node_watch_t *w, int pipe_fd[2], char then,
+                       har_node_watch_addr_t *theirs)
 {
     har_node_watch_listen(w, mine);
     pid_t pid = fork();
@@ -68,6 +69,8 @@ static pid_t neighbour(har_node_watch_addr_t *mine, har_node_watch_t *w, int pip
         if (then == 'b') har_node_watch_close(&cw, &bye);
         _exit(0);  /* 'd': its sockets close without a word */
     }
+    CHECK(read(pipe_fd[0], theirs, sizeof *theirs) == sizeof *theirs, "neighbour's address");
+    CHECK(write(pipe_fd[0], mine, sizeof *mine) == sizeof *mine, "our address");
     return pid;
 }
 
@@ -78,9 +81,7 @@ static void test_pair(char then)
     har_node_watch_t w;
     har_node_watch_addr_t mine, theirs;
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) != 0) return;
-    pid_t pid = neighbour(&mine, &w, sp, then);
-    CHECK(read(sp[0], &theirs, sizeof theirs) == sizeof theirs, "neighbour's address");
-    CHECK(write(sp[0], &mine, sizeof mine) == sizeof mine, "our address");
+    pid_t pid = neighbour(&mine, &w, sp, then, &theirs);
     har_node_watch_join(&w, 0, 1, &theirs, 1, &theirs);
     char joined = 0;
     CHECK(read(sp[0], &joined, 1) == 1 && joined == 'j', "the neighbour watches both ways (%c)", joined);
@@ -114,9 +115,7 @@ static void test_stranger_calls(void)
     har_node_watch_t w;
     har_node_watch_addr_t mine, theirs;
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) != 0) return;
-    pid_t pid = neighbour(&mine, &w, sp, 's');
-    CHECK(read(sp[0], &theirs, sizeof theirs) == sizeof theirs, "neighbour's address");
-    CHECK(write(sp[0], &mine, sizeof mine) == sizeof mine, "our address");
+    pid_t pid = neighbour(&mine, &w, sp, 's', &theirs);
     pid_t stranger = fork();
     if (stranger == 0) {
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = mine.port, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -270,9 +269,7 @@ static void test_no_descriptors(void)
     har_node_watch_t w;
     har_node_watch_addr_t mine, theirs;
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) != 0) return;
-    pid_t pid = neighbour(&mine, &w, sp, 'd');
-    CHECK(read(sp[0], &theirs, sizeof theirs) == sizeof theirs, "neighbour's address");
-    CHECK(write(sp[0], &mine, sizeof mine) == sizeof mine, "our address");
+    pid_t pid = neighbour(&mine, &w, sp, 'd', &theirs);
     nap(0.1);  /* its dial reaches the backlog */
     struct rlimit was, low;
     getrlimit(RLIMIT_NOFILE, &was);
