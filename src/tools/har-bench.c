@@ -5,6 +5,7 @@
  *             [--op sum|max|min|prod] [--device] [--cuda-first] [--iters N]
  *             [--warmup N] [--buffers K] [--out-of-place] [--check] [--csv FILE]
  *             [--quiet] [--tuning TABLE] [--nonblocking] [--enqueue] [--thread-multiple]
+ *             [--har-only]
  *
  * Candidates: "har" (the intercepted MPI_Allreduce), "mpi" (the MPI's own
  * PMPI_Allreduce, on the device buffers where it reduces device memory
@@ -77,7 +78,11 @@
  * between ranks does not land on the next, and the order of candidates
  * rotates; a call's time is the maximum over ranks. The table gives
  * medians, ratios and bus bandwidth (algorithm bandwidth x 2(n-1)/n); the
- * CSV adds 10th/90th percentiles. */
+ * CSV adds 10th/90th percentiles.
+ *
+ * --har-only times har and the floor alone (no MPI, no NCCL): at a GiB the
+ * staged MPI takes over a second a call, so comparing builds of har at large
+ * sizes (scripts/ab-bench) would spend minutes on a column nobody reads. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,7 +143,7 @@ static const char usage[] =
     "usage: har-bench [--min BYTES] [--max BYTES] [--type float|double|int|long] [--op sum|max|min|prod]\n"
     "                 [--device] [--cuda-first] [--iters N] [--warmup N] [--buffers K] [--out-of-place]\n"
     "                 [--check] [--csv FILE] [--quiet] [--tuning TABLE] [--nonblocking] [--enqueue]\n"
-    "                 [--thread-multiple]\n"
+    "                 [--thread-multiple] [--har-only]\n"
     "Run it under mpirun; sizes are bytes, with K, M or G. See the README's Benchmark section.\n";
 
 static struct {
@@ -147,9 +152,9 @@ static struct {
     MPI_Op op;
     const char *op_name;
     int op_nccl, device, cuda_first, iters, warmup, buffers, out_of_place, check, quiet, nonblocking, enqueue;
-    int thread_multiple;
+    int thread_multiple, har_only;
     const char *csv, *tune;
-} opt = {4, 64 << 20, &type_opts[0], MPI_SUM, "sum", 0, 0, 0, 0, 5, 4, 0, 0, 0, 0, 0, 0, NULL, NULL};
+} opt = {4, 64 << 20, &type_opts[0], MPI_SUM, "sum", 0, 0, 0, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, NULL, NULL};
 
 static int rank, nranks, local_size, nnodes;
 static char *host_stage;
@@ -487,6 +492,7 @@ static void parse_args(int argc, char **argv)
         else if (!strcmp(arg, "--nonblocking")) opt.nonblocking = 1;
         else if (!strcmp(arg, "--enqueue")) opt.enqueue = 1;
         else if (!strcmp(arg, "--thread-multiple")) opt.thread_multiple = 1;
+        else if (!strcmp(arg, "--har-only")) opt.har_only = 1;
         else if (!strcmp(arg, "--device")) opt.device = 1;
         else if (!strcmp(arg, "--cuda-first")) opt.cuda_first = opt.device = 1;
         else if (!strcmp(arg, "--type") && val) {
@@ -513,6 +519,10 @@ static void parse_args(int argc, char **argv)
     }
     if (opt.tune && opt.nonblocking) {
         fprintf(stderr, "har-bench: --tuning times the blocking call; --nonblocking is for comparing\n");
+        exit(2);
+    }
+    if (opt.har_only && (opt.tune || opt.nonblocking || opt.enqueue)) {
+        fprintf(stderr, "har-bench: --har-only times the blocking call beside the floor alone\n");
         exit(2);
     }
     if (opt.enqueue && (!opt.device || opt.tune || opt.nonblocking)) {
@@ -744,11 +754,11 @@ int main(int argc, char **argv)
 #endif
     } else {
         add_cand("har", RUN_HAR);
-        add_cand("mpi", RUN_MPI);
+        if (!opt.har_only) add_cand("mpi", RUN_MPI);
     }
     if (!opt.tune) {
 #ifdef HAR_BENCH_CUDA
-        if (opt.device) nccl_setup();
+        if (opt.device && !opt.har_only) nccl_setup();
 #endif
 #ifdef HAR_BENCH_FLOOR
         int floor_ok = opt.device && cudaStreamCreate(&floor_stream) == cudaSuccess;
@@ -756,7 +766,7 @@ int main(int argc, char **argv)
         if (floor_ok) add_cand("floor", RUN_FLOOR);
 #endif
     }
-    const int nccl_c = cand_of(RUN_NCCL), floor_c = cand_of(RUN_FLOOR), blocking_c = opt.nonblocking ? cand_of(RUN_HAR) : -1;
+    const int mpi_c = cand_of(RUN_MPI), nccl_c = cand_of(RUN_NCCL), floor_c = cand_of(RUN_FLOOR), blocking_c = opt.nonblocking ? cand_of(RUN_HAR) : -1;
     const int persistent_c = cand_of(RUN_HAR_PERSISTENT);
     const int staged_counter = har_counter_index("iallreduce_staged");
     size_t max_n = opt.max_bytes / opt.type->size;
@@ -785,7 +795,8 @@ int main(int argc, char **argv)
                nnodes, opt.type->name, opt.op_name, opt.device ? "device" : "host", opt.buffers,
                opt.out_of_place ? "a send buffer each" : "in place",
                !opt.device ? "host memory" : opt.cuda_first ? "CUDA before MPI_Init" : "host all-reduce before CUDA");
-        if (opt.device && !opt.tune && !opt.enqueue) {
+        if (opt.har_only) printf("# --har-only: neither the MPI nor NCCL timed\n");
+        if (opt.device && !opt.tune && !opt.enqueue && !opt.har_only) {
             const har_cuda_mpi_answer_t *a = opt.nonblocking ? &har_cuda_mpi()->nonblocking : &har_cuda_mpi()->reduce;
             printf("# mpi: the MPI's own %s %s (%s)\n", opt.nonblocking ? "MPI_Iallreduce" : "MPI_Allreduce",
                    a->yes ? "on the device buffers" : "on host copies, staged around it", a->why);
@@ -801,7 +812,7 @@ int main(int argc, char **argv)
             printf(" %8s %9s %9s %9s %8s %8s %8s %-24s %s\n", "har/mpi", "har/blk", persistent_c >= 0 ? "prs/blk" : "",
                    floor_c >= 0 ? "har/floor" : "", "har_ovl%", "mpi_ovl%", persistent_c >= 0 ? "prs_ovl%" : "",
                    "har_paths", persistent_c >= 0 ? "prs_paths, checked" : "checked");
-        else printf(" %8s %9s %9s %10s %-24s %s\n", "har/mpi", nccl_c >= 0 ? "har/nccl" : "",
+        else printf(" %8s %9s %9s %10s %-24s %s\n", mpi_c >= 0 ? "har/mpi" : "", nccl_c >= 0 ? "har/nccl" : "",
                     floor_c >= 0 ? "har/floor" : "", "har_busbw", "har_paths", "checked");
         fflush(stdout);
     }
@@ -992,11 +1003,13 @@ int main(int argc, char **argv)
                 printf(" %8.2f %9s %9s %9s %8.0f %8.0f %8s %-24s %s%s\n", med[0] / med[1], vs_blocking, prs, vs_floor,
                        overlap[0], overlap[1], prs_ovl, took[0], prs_took, opt.check ? (all ? "yes" : "FAILED") : "no");
             } else {
-                char vs_nccl[16] = "", vs_floor[16] = "";
+                char vs_mpi[16] = "", vs_nccl[16] = "", vs_floor[16] = "";
+                if (mpi_c >= 0 && timed[mpi_c]) snprintf(vs_mpi, sizeof vs_mpi, "%.2f", med[0] / med[mpi_c]);
                 if (nccl_c >= 0 && timed[nccl_c]) snprintf(vs_nccl, sizeof vs_nccl, "%.2f", med[0] / med[nccl_c]);
                 if (floor_c >= 0 && timed[floor_c]) snprintf(vs_floor, sizeof vs_floor, "%.2f", med[0] / med[floor_c]);
-                printf(" %8.2f %9s %9s %8.2fGB %-24s %s\n", med[0] / med[1], vs_nccl, vs_floor,
-                       real_bytes / med[0] * 1e-3 * factor, took[0], opt.check ? (ok[0] && ok[1] ? "yes" : "FAILED") : "no");
+                printf(" %8s %9s %9s %8.2fGB %-24s %s\n", vs_mpi, vs_nccl, vs_floor,
+                       real_bytes / med[0] * 1e-3 * factor, took[0],
+                       opt.check ? (ok[0] && (mpi_c < 0 || ok[mpi_c]) ? "yes" : "FAILED") : "no");
             }
             fflush(stdout);
             for (int c = 0; csv && c < ncands; c++) {
