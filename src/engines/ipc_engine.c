@@ -151,6 +151,9 @@ typedef struct ipc {
      * their kernels record). */
     _Atomic uint64_t enq_last;
     har_node_t *enq_node;
+    _Atomic uint64_t enq_call;           /* the node's number of the last call queued or captured: the watch
+                                          * records a failure it finds as that call's (node->call is the
+                                          * application thread's to write) */
     struct { uint64_t seq; har_arrival_t call; } enq_ring[ENQ_RING];
     char *enq_stage;                     /* device: input and output of calls whose buffers are elsewhere */
     _Atomic int watched;                 /* in the watch thread's list */
@@ -994,7 +997,7 @@ static har_status_t graph_difference(ipc_t *d)
              * is not recorded. */
             har_note("local rank %d replayed captured call %u where this rank replayed another",
                      (int)rec[1], (unsigned)theirs.call);
-            har_node_fail(d->enq_node, HAR_ERR_TRUNCATE, (int)rec[1], "graph");
+            har_node_fail_call(d->enq_node, atomic_load(&d->enq_call), HAR_ERR_TRUNCATE, (int)rec[1], "graph");
             return HAR_ERR_TRUNCATE;
         }
         return queued_difference(d, mine, seq, "graph", d->push_host->graph_differs);
@@ -1018,11 +1021,11 @@ static int watch_one(ipc_t *d)
         /* HAR_TIMEOUT counts from the last call done: calls queued back to
          * back may keep some outstanding for longer than that. */
         if (!d->enq_since || block0 != d->enq_block0) d->enq_since = har_node_seg_now(), d->enq_block0 = block0;
-        st = har_node_poll_here(d->enq_node, d->enq_since, "enqueued");
+        st = har_node_poll_here(d->enq_node, atomic_load(&d->enq_call), d->enq_since, "enqueued");
     } else if (st == HAR_OK && d->captured && har_node_seg_now() - d->graph_checked > GRAPH_CHECK_EVERY) {
         /* No time-out: whether a replay runs is not known. */
         d->graph_checked = har_node_seg_now();
-        st = har_node_poll_here(d->enq_node, d->graph_checked, "graph");
+        st = har_node_poll_here(d->enq_node, atomic_load(&d->enq_call), d->graph_checked, "graph");
     }
     if (st == HAR_OK) {
         if (done) d->enq_since = 0;
@@ -1144,6 +1147,7 @@ static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t
     call_watch_t w;
     if (st == HAR_OK) st = launch_push(d, node, &staged, no, after, captured, &w);
     d->enq_node = node;
+    atomic_store(&d->enq_call, no);
     if (st == HAR_OK && captured) {
         har_node_arrival_of(&d->graph_calls[no % ENQ_RING], call, no);
         atomic_store(&d->captured, 1);

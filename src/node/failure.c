@@ -93,12 +93,17 @@ har_status_t har_node_calls_differ(har_node_t *node, uint64_t no, int r0, const 
 har_status_t har_node_records_differ(har_node_t *node, uint64_t no, const char *step)
 {
     har_node_seg_t *seg = &node->seg;
-    const har_arrival_t *mine = &har_node_seg_ctl(seg, node->local_rank)->arrival[no & 1];
+    har_ctl_t *me = har_node_seg_ctl(seg, node->local_rank);
+    const har_arrival_t *mine = &me->arrival[no & 1];
+    /* This rank's epoch from its control line, not seg->my_epoch: the watch
+     * of queued calls runs this beside the application's thread, which
+     * signals (engines/ipc_engine.c). */
+    uint64_t my_epoch = atomic_load_explicit(&me->epoch, memory_order_relaxed);
     for (int r = 0; seg->base && r < node->local_size; r++) {
         har_ctl_t *ctl = har_node_seg_ctl(seg, r);
         /* Posted: it finished the step this rank's post finished (every
          * rank takes the same steps while their calls agree). */
-        if (r == node->local_rank || atomic_load_explicit(&ctl->epoch, memory_order_acquire) < seg->my_epoch) continue;
+        if (r == node->local_rank || atomic_load_explicit(&ctl->epoch, memory_order_acquire) < my_epoch) continue;
         /* A record of a later call means that rank ended this one (its
          * non-blocking calls run up to two ahead), so it did not differ; it
          * may be writing that record now. post() writes a record's number
@@ -120,10 +125,18 @@ void har_node_blame(har_node_t *node, har_status_t st, int rank, int world_rank,
     blame_call(node, node->call, st, rank, world_rank, host, step);
 }
 
+/* Two threads of a process may find a failure at once: the application's,
+ * in a call, and the watch of queued calls (engines/ipc_engine.c). Both
+ * would write this rank's one failure record, which the segment's
+ * compare-and-swap then publishes whole only if one writer had it. */
+static pthread_mutex_t record_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void record(har_node_t *node, const har_failure_t *why)
 {
+    pthread_mutex_lock(&record_lock);
     if (node->seg.base) har_node_seg_fail(&node->seg, why);
     else if (!node->early && (node->early = malloc(sizeof *node->early))) *node->early = *why;  /* for the report */
+    pthread_mutex_unlock(&record_lock);
 }
 
 void har_node_drop_segment(har_node_t *node)
@@ -193,7 +206,7 @@ void har_node_say_bye(har_node_t *node, uint64_t calls)
     har_node_watch_close(&node->watch, &bye);
 }
 
-static har_status_t note_local(har_node_t *node, har_status_t st, int culprit, const char *step)
+static har_status_t note_local(har_node_t *node, uint64_t call, har_status_t st, int culprit, const char *step)
 {
     if (st == HAR_ERR_PEER_LEFT && culprit >= 0 && node->seg.base) {
         const har_ctl_t *ctl = har_node_seg_ctl(&node->seg, culprit);
@@ -204,7 +217,7 @@ static har_status_t note_local(har_node_t *node, har_status_t st, int culprit, c
         else if (atomic_load(&ctl->left) == 2)
             har_note("before it left, it had seen that a rank %s", har_status_what((har_status_t)f->status));
     }
-    if (st != HAR_OK && st != HAR_ERR_PEER_FAILED) har_node_fail(node, st, culprit, step);
+    if (st != HAR_OK && st != HAR_ERR_PEER_FAILED) har_node_fail_call(node, call, st, culprit, step);
     return st;
 }
 
@@ -212,26 +225,28 @@ har_status_t har_node_wait_all(har_node_t *node, const char *step)
 {
     int culprit;
     har_status_t st = har_node_seg_wait_all(&node->seg, node->seg.my_epoch, node->set->timeout, &culprit);
-    return note_local(node, st, culprit, step);
+    return note_local(node, node->call, st, culprit, step);
 }
 
 har_status_t har_node_wait_one(har_node_t *node, int peer, const char *step)
 {
     int culprit;
     har_status_t st = har_node_seg_wait(&node->seg, peer, node->seg.my_epoch, node->set->timeout, &culprit);
-    return note_local(node, st, culprit, step);
+    return note_local(node, node->call, st, culprit, step);
 }
 
 /* The checks of this node's ranks (`listen`: and of the notices from
- * other nodes, an MPI call). `exchange`: the call whose MPI exchange is
- * waited for, where a peer that left after making it is not taken for
- * gone (har_node_seg_left_after), or HAR_SEG_NO_EXCHANGE. */
-static har_status_t check_node(har_node_t *node, double started, int listen, uint64_t exchange, const char *step)
+ * other nodes, an MPI call), a failure recorded as call `call`'s.
+ * `exchange`: the call whose MPI exchange is waited for, where a peer that
+ * left after making it is not taken for gone (har_node_seg_left_after), or
+ * HAR_SEG_NO_EXCHANGE. */
+static har_status_t check_node(har_node_t *node, uint64_t call, double started, int listen, uint64_t exchange,
+                               const char *step)
 {
     int culprit = -1;
     har_status_t st = HAR_OK;
     if (launcher_gone()) {
-        har_node_fail(node, HAR_ERR_PEER_DEAD, -1, "launcher");
+        har_node_fail_call(node, call, HAR_ERR_PEER_DEAD, -1, "launcher");
         return HAR_ERR_PEER_DEAD;
     }
     /* The segment's locks tell of peers that attached, in any PID namespace;
@@ -244,18 +259,19 @@ static har_status_t check_node(har_node_t *node, double started, int listen, uin
             !(node->seg.base && har_node_seg_left_after(&node->seg, r, exchange)))  /* left, then ended */
             st = HAR_ERR_PEER_DEAD, culprit = r;
     if (st == HAR_OK && !node->seg.base && timeout > 0 && har_node_seg_now() - started > timeout) st = HAR_ERR_TIMEOUT;
-    return st == HAR_OK ? HAR_OK : note_local(node, st, culprit, step);
+    return st == HAR_OK ? HAR_OK : note_local(node, call, st, culprit, step);
 }
 
-har_status_t har_node_poll_here(har_node_t *node, double started, const char *step)
+har_status_t har_node_poll_here(har_node_t *node, uint64_t call, double started, const char *step)
 {
-    return har_node_failed(node) ? HAR_ERR_PEER_FAILED : check_node(node, started, 0, HAR_SEG_NO_EXCHANGE, step);
+    return har_node_failed(node) ? HAR_ERR_PEER_FAILED
+                                 : check_node(node, call, started, 0, HAR_SEG_NO_EXCHANGE, step);
 }
 
 static har_status_t node_check(har_node_t *node, double started, uint64_t exchange, const char *step)
 {
     if (heard(node)) return HAR_ERR_PEER_FAILED;
-    har_status_t st = check_node(node, started, 1, exchange, step);
+    har_status_t st = check_node(node, node->call, started, 1, exchange, step);
     if (st != HAR_OK) return st;
     /* A neighbour across nodes whose process is gone, though no local peer
      * of its is left to say so. */

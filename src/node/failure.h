@@ -25,8 +25,9 @@ HAR_HIDDEN har_status_t har_node_poll(har_node_t *node, double started, const ch
 HAR_HIDDEN har_status_t har_node_poll_exchange(har_node_t *node, double started, const char *step);
 /* The same on one node, with no MPI call (a failure a local rank recorded,
  * dead or departed peers, the time-out): for a thread of har's own, which
- * may not call the MPI. */
-HAR_HIDDEN har_status_t har_node_poll_here(har_node_t *node, double started, const char *step);
+ * may not call the MPI, nor read node->call, which the application's
+ * thread writes: a failure found is recorded as call `call`'s. */
+HAR_HIDDEN har_status_t har_node_poll_here(har_node_t *node, uint64_t call, double started, const char *step);
 /* Waits for MPI requests (set-up exchanges, the ring, the inter-node step)
  * with the same bounds, but for a local peer that left in order after
  * making the call in progress (node->call): the MPI delivers what it sent

@@ -300,8 +300,9 @@ int har_info_topology(int json, int measure)
     PMPI_Comm_size(node, &local_size);
     har_settings_t s;
     har_plan_settings_from(&har_cfg, &s);
-    har_plan_in_t in = {1 << 20, 4, local_size, 1, 1, 1, gpu.shared_gpu, HAR_DT_F32, HAR_OP_SUM, har_engine_set(),
-                        ~0u, 0, gpu.cls, 0, 0, 0};
+    har_plan_in_t in = {.bytes = 1 << 20, .elem = 4, .local_size = local_size, .nnodes = 1, .uniform = 1,
+                        .on_device = 1, .shared_gpu = gpu.shared_gpu, .dev_type = HAR_DT_F32, .dev_op = HAR_OP_SUM,
+                        .engine_set = har_engine_set(), .engines = ~0u, .cls = gpu.cls};
     char why_not[HAR_PATH_COUNT][96] = {{0}}, nccl_why[256];
     har_nccl_api_t api;
     int nccl_loads =

@@ -25,6 +25,9 @@
  *           differs is found; one not yet posted and one of a later call
  *           (the peer ended this one: non-blocking calls run two ahead) are
  *           not.
+ *  threads  two threads of one rank fail it at once (the application's, in
+ *           a call, and the watch of queued calls): the record the segment
+ *           publishes is one of theirs whole, never a mix of the two.
  *
  * The anonymous segments leave nothing in /dev/shm.
  * Usage: test_seg [SEED]. Exit 0 on success, 1 on failure, 77 when this
@@ -33,6 +36,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -571,6 +577,83 @@ static void test_records(void)
     har_node_seg_detach(&node.seg);
 }
 
+/* ---- two threads of one rank failing it at once ------------------------------ */
+
+#define FAIL_ROUNDS 20000
+
+/* Each thread's failure: details of different lengths, so that a mix of
+ * the two shows. */
+static void fail_as(har_node_t *node, int who)
+{
+    char detail[180];
+    memset(detail, who ? 'w' : 'c', sizeof detail - 1);
+    detail[who ? 170 : 60] = 0;
+    har_note("%s", detail);
+    har_node_fail_call(node, 1000 + (uint64_t)who, who ? HAR_ERR_TIMEOUT : HAR_ERR_PEER_DEAD, who,
+                       who ? "enqueued" : "call");
+}
+
+/* Is `why` whole as fail_as(who) wrote it? */
+static int written_by(const har_failure_t *why, int who)
+{
+    size_t len = strnlen(why->detail, sizeof why->detail);
+    if (len != (who ? 170u : 60u)) return 0;
+    for (size_t i = 0; i < len; i++)
+        if (why->detail[i] != (who ? 'w' : 'c')) return 0;
+    return why->call == 1000 + (uint64_t)who && why->status == (who ? HAR_ERR_TIMEOUT : HAR_ERR_PEER_DEAD) &&
+           why->culprit == who && !strcmp(why->step, who ? "enqueued" : "call");
+}
+
+static har_node_t threads_node;
+static atomic_int threads_round, threads_done;
+
+/* The second thread: fails the node as soon as each round begins. */
+static void *second_failer(void *arg)
+{
+    (void)arg;
+    for (int round = 1; round <= FAIL_ROUNDS; round++) {
+        while (atomic_load(&threads_round) != round) sched_yield();  /* a loaded machine: one core between them */
+        fail_as(&threads_node, 1);
+        atomic_store(&threads_done, round);
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    int fd = har_node_seg_create(2, 4096);
+    har_peer_t peers[2] = {{.comm_rank = 0, .world_rank = 0}, {.comm_rank = 1, .world_rank = 1}};
+    har_node_t *node = &threads_node;
+    if (fd < 0 || har_node_seg_attach(&node->seg, fd, 0) != HAR_OK) {
+        FAIL("cannot make and attach a segment");
+        return;
+    }
+    node->local_size = 2;
+    node->peers = peers;
+    int mixed = 0, first[2] = {0, 0};
+    pthread_t second;
+    pthread_create(&second, NULL, second_failer, NULL);
+    for (int round = 1; round <= FAIL_ROUNDS; round++) {
+        atomic_store(&node->seg.hdr->failed, 0);
+        atomic_store(&threads_round, round);  /* both threads fail the node now */
+        /* The second thread starts a little later (it must see the round):
+         * a delay swept from round to round lines the two writes up. */
+        for (volatile int k = round % 128 * 4; k > 0; k--) {}
+        fail_as(node, 0);
+        while (atomic_load(&threads_done) != round) sched_yield();
+        const har_failure_t *why = har_node_seg_failure(&node->seg);
+        if (!why) FAIL("two failures recorded nothing");
+        else if (written_by(why, 0)) first[0]++;
+        else if (written_by(why, 1)) first[1]++;
+        else mixed++;
+    }
+    pthread_join(second, NULL);
+    if (mixed) FAIL("%d of %d records published were a mix of two threads' failures", mixed, FAIL_ROUNDS);
+    printf("test_seg: threads: %d rounds, the first thread's record %d times, the second's %d, mixed %d\n",
+           FAIL_ROUNDS, first[0], first[1], mixed);
+    har_node_seg_detach(&node->seg);
+}
+
 /* ---- the named fallback: nothing stale survives ----------------------------- */
 
 /* A child makes a named segment and dies before unlinking it (the moment a
@@ -637,12 +720,13 @@ int main(int argc, char **argv)
     test_late();
     test_left();
     test_records();
+    test_threads();
     long after = har_entries();
     if (after > before) FAIL("the anonymous segments left %ld entries in /dev/shm", after - before);
     test_named();
 
     printf("test_seg: %s: happy %d ranks x %" PRIu64 " epochs in %.2f s, death handled in %.2f s, "
-           "timeout in %.2f s, late peer not taken for dead, a peer that left after the call waited in not taken for gone, peers' records compared, stale named segment cleaned (seed %" PRIu64 ")\n", failures ? "FAIL" : "ok",
+           "timeout in %.2f s, late peer not taken for dead, a peer that left after the call waited in not taken for gone, peers' records compared, two threads' failures not mixed, stale named segment cleaned (seed %" PRIu64 ")\n", failures ? "FAIL" : "ok",
            HAPPY_RANKS, epochs, happy_s, death_s, timeout_s, seed);
     return failures ? 1 : 0;
 }
