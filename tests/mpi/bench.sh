@@ -3,7 +3,7 @@
 # by har (HAR_REQUIRE_PATH), every result of both candidates checked, and a
 # CSV with a row per size and candidate; in place, then out of place; then
 # --nonblocking (its columns of host work, time with it and overlap filled
-# for the non-blocking candidates only).
+# for the non-blocking candidates only); then --har-only (no MPI row).
 . "$top_srcdir/tests/lib.sh"
 env HAR_REQUIRE_PATH=host_segment $mpi 2 "$top_builddir/har-bench" --min 4 --max 1M --iters 5 --warmup 1 \
     --check --csv "$tmp/bench.csv" > "$tmp/out" 2>&1
@@ -31,4 +31,11 @@ blocking=$(grep -Ec ',har_blocking,.*,host_segment\+(one|two)_shot,yes,yes,,,,,,
 [ $rc = 0 ] && [ "$nb" = 30 ] && [ "$blocking" = 15 ] && ! grep -q FAILED "$tmp/out" && grep -q -- '--nonblocking' "$tmp/out"
 tap_result $? "har-bench --nonblocking, 2 ranks, 4 B to 64 KiB: 45 checked rows, overlap measured for har and mpi" \
     "$tmp/out"
+env HAR_REQUIRE_PATH=host_segment $mpi 2 "$top_builddir/har-bench" --har-only --min 4 --max 1M --iters 5 --warmup 1 \
+    --check --csv "$tmp/alone.csv" > "$tmp/out" 2>&1
+rc=$?
+rows=$(grep -c '^[0-9]*,har,.*,yes,yes,,,,,,,,,$' "$tmp/alone.csv" 2>/dev/null)
+others=$(grep -vc '^bytes\|^[0-9]*,har,' "$tmp/alone.csv" 2>/dev/null)
+[ $rc = 0 ] && [ "$rows" = 19 ] && [ "$others" = 0 ] && ! grep -q FAILED "$tmp/out" && grep -q -- '--har-only' "$tmp/out"
+tap_result $? "har-bench --har-only, 2 ranks, 4 B to 1 MiB: 19 checked rows of har alone, no MPI timed" "$tmp/out"
 done_testing
