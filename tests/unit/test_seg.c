@@ -649,8 +649,11 @@ static void test_threads(void)
     }
     pthread_join(second, NULL);
     if (mixed) FAIL("%d of %d records published were a mix of two threads' failures", mixed, FAIL_ROUNDS);
-    printf("test_seg: threads: %d rounds, the first thread's record %d times, the second's %d, mixed %d\n",
-           FAIL_ROUNDS, first[0], first[1], mixed);
+    /* Where one thread's record always won, the two never failed the node
+     * at once (a machine whose cores were all busy): nothing was shown. */
+    printf("test_seg: threads: %d rounds, the first thread's record %d times, the second's %d, mixed %d%s\n",
+           FAIL_ROUNDS, first[0], first[1], mixed,
+           first[0] && first[1] ? "" : " (the threads never raced: the check proved nothing on this run)");
     har_node_seg_detach(&node->seg);
 }
 
