@@ -581,27 +581,34 @@ static void test_records(void)
 
 #define FAIL_ROUNDS 20000
 
-/* Each thread's failure: details of different lengths, so that a mix of
- * the two shows. */
+/* What each thread records: details of different lengths, so that a mix
+ * of the two shows. */
+static const struct {
+    char fill;
+    size_t len;
+    uint64_t call;
+    har_status_t status;
+    const char *step;
+} failure_of[2] = {{'c', 60, 1000, HAR_ERR_PEER_DEAD, "call"}, {'w', 170, 1001, HAR_ERR_TIMEOUT, "enqueued"}};
+
 static void fail_as(har_node_t *node, int who)
 {
     char detail[180];
-    memset(detail, who ? 'w' : 'c', sizeof detail - 1);
-    detail[who ? 170 : 60] = 0;
+    memset(detail, failure_of[who].fill, failure_of[who].len);
+    detail[failure_of[who].len] = 0;
     har_note("%s", detail);
-    har_node_fail_call(node, 1000 + (uint64_t)who, who ? HAR_ERR_TIMEOUT : HAR_ERR_PEER_DEAD, who,
-                       who ? "enqueued" : "call");
+    har_node_fail_call(node, failure_of[who].call, failure_of[who].status, who, failure_of[who].step);
 }
 
 /* Is `why` whole as fail_as(who) wrote it? */
 static int written_by(const har_failure_t *why, int who)
 {
     size_t len = strnlen(why->detail, sizeof why->detail);
-    if (len != (who ? 170u : 60u)) return 0;
+    if (len != failure_of[who].len) return 0;
     for (size_t i = 0; i < len; i++)
-        if (why->detail[i] != (who ? 'w' : 'c')) return 0;
-    return why->call == 1000 + (uint64_t)who && why->status == (who ? HAR_ERR_TIMEOUT : HAR_ERR_PEER_DEAD) &&
-           why->culprit == who && !strcmp(why->step, who ? "enqueued" : "call");
+        if (why->detail[i] != failure_of[who].fill) return 0;
+    return why->call == failure_of[who].call && why->status == (int32_t)failure_of[who].status && why->culprit == who &&
+           !strcmp(why->step, failure_of[who].step);
 }
 
 static har_node_t threads_node;
