@@ -12,7 +12,6 @@
  * makes one synchronisation), and the node plans from what all posted. */
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +20,7 @@
 #include <time.h>
 #include "comm/call.h"
 #include "core/fiber.h"
+#include "core/launcher.h"
 #include "core/log.h"
 #include "core/test.h"
 #include "host/check.h"
@@ -505,20 +505,11 @@ static void *mover_main(void *arg)
     return NULL;
 }
 
-/* The mover, made if not yet (under across_lock); 0 if it cannot be. Its
- * signals are blocked, but for the faults a thread raises itself: the
- * application's handlers run on its own threads, and a crash of the
- * mover's reaches the application's crash handlers. */
+/* The mover, made if not yet (under across_lock); 0 if it cannot be. */
 static int mover_start(void)
 {
     if (atomic_load(&mover.running)) return 1;
-    sigset_t all, was;
-    sigfillset(&all);
-    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
-    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) sigdelset(&all, faults[i]);
-    pthread_sigmask(SIG_SETMASK, &all, &was);
-    int rc = pthread_create(&mover.id, NULL, mover_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &was, NULL);
+    int rc = har_thread_create(&mover.id, mover_main, NULL);
     if (rc != 0) {
         har_note("no thread to move started calls across nodes: %s", strerror(rc));
         return 0;
@@ -988,6 +979,7 @@ har_status_t har_comm_enqueue(har_comm_t *c, har_call_t *call, unsigned forced, 
         har_node_fail(node, HAR_ERR_BUFFER, -1, "enqueue");
         return HAR_ERR_BUFFER;
     }
+    har_launcher_drain();  /* as in har_comm_run */
     return har_engines[plan->engine]->enqueue(c->eng[plan->engine].impl, node, call, no, stream, captured);
 }
 
@@ -1050,6 +1042,7 @@ static void corrupt_result(const har_node_t *node, const har_call_t *call)
 
 har_status_t har_comm_run(har_comm_t *c, const har_call_t *call, har_plan_t *plan)
 {
+    har_launcher_drain();  /* the started calls' launches handed off go first, as their calls did */
     har_status_t st = har_engines[plan->engine]->run(c->eng[plan->engine].impl, &c->node, call, plan);
 #ifdef HAR_TEST_HOOKS
     if (st == HAR_OK) corrupt_result(&c->node, call);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "comm/call.h"
 #include "core/fiber.h"
+#include "core/launcher.h"
 #include "node/machine.h"
 #include "node/share.h"
 #include "core/log.h"
@@ -177,6 +178,7 @@ static int self_delete_cb(MPI_Comm comm, int kv, void *attr, void *extra)
 {
     (void)comm; (void)kv; (void)attr; (void)extra;
     har_comm_progress_stop();  /* no call of its into the MPI after this */
+    har_launcher_stop();
     pthread_mutex_lock(&lock);
     for (har_comm_t *c = live; c; c = c->next) {
         har_node_say_bye(&c->node, c->calls);  /* as state_free: neighbours across nodes hear it left, not died */
@@ -211,6 +213,7 @@ void har_comm_finalize(void)
     for (har_comm_t *c = live; c; c = c->next)
         har_comm_end_open(c, 0);  /* requests left running (erroneous): end them */
     har_comm_progress_stop();
+    har_launcher_stop();  /* every started call ended, so every launch was made */
     for (har_comm_t *c = live; c; c = c->next)
         if (must_meet(c)) har_node_seg_signal(&c->node.seg);
     for (har_comm_t *c = live; c; c = c->next)

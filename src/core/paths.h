@@ -52,7 +52,8 @@
     X(AHEAD, "ahead", "device kernels launched with no host step before them: the local ranks met on the GPU (HAR_DEVICE_AHEAD_MAX, HAR_DEVICE_START_MAX for MPI_Iallreduce and MPI_Start; the push kernels always do)") \
     X(ENQUEUED, "enqueued", "har_allreduce_enqueue: the kernels queued on the application's stream, the host not waiting for them") \
     X(CAPTURED, "captured", "enqueued into a CUDA graph the stream was capturing: counted once, when captured; every replay is a new call") \
-    X(PROGRESSED, "progressed", "MPI_Iallreduce or MPI_Start across nodes: har's blocking path, moved on by the completion calls (counted when it ends)")
+    X(PROGRESSED, "progressed", "MPI_Iallreduce or MPI_Start across nodes: har's blocking path, moved on by the completion calls (counted when it ends)") \
+    X(LAUNCHER, "launcher", "MPI_Iallreduce or MPI_Start on the kernels of one node: the call returned before their launch, which a thread of har's made (HAR_LAUNCH_THREAD)")
 
 typedef enum {
 #define HAR_PATH_ENUM(id, name, doc) HAR_PATH_##id,

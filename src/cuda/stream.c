@@ -34,15 +34,18 @@ har_status_t har_cuda_stream_create(void **stream)
                            "cudaStreamCreate");
 }
 
-har_status_t har_cuda_follow_legacy(void *stream, void **event)
+har_status_t har_cuda_mark_legacy(void **event)
 {
     har_status_t st = HAR_OK;
     if (!*event) st = har_cuda_status(cudaEventCreateWithFlags((cudaEvent_t *)event, cudaEventDisableTiming), "event");
-    if (st == HAR_OK)
-        st = har_cuda_status(cudaEventRecord((cudaEvent_t)*event, cudaStreamLegacy), "cudaEventRecord (legacy stream)");
-    return st == HAR_OK ? har_cuda_status(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)*event, 0),
-                                          "cudaStreamWaitEvent")
+    return st == HAR_OK ? har_cuda_status(cudaEventRecord((cudaEvent_t)*event, cudaStreamLegacy),
+                                          "cudaEventRecord (legacy stream)")
                         : st;
+}
+
+har_status_t har_cuda_follow(void *stream, void *event)
+{
+    return har_cuda_status(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0), "cudaStreamWaitEvent");
 }
 
 /* How often a wait looks past its own condition: a faulted kernel (the

@@ -43,13 +43,18 @@ HAR_HIDDEN har_status_t har_cuda_wait_flags(void *stream, int (*done)(void *ctx)
  * blocking stream gave besides, that har's kernels read their input only
  * after the work the application queued there before the call (a
  * cudaMemcpy from pageable memory returns before its bytes land), is
- * har_cuda_follow_legacy's. */
+ * har_cuda_mark_legacy's. */
 HAR_HIDDEN har_status_t har_cuda_stream_create(void **stream);
-/* Orders `stream` after the work queued on the legacy default stream so
- * far: an event recorded there (`*event`, made on first need) that
- * `stream` waits for. Every call, with no query first: under MPS a
- * cudaStreamQuery cost more than the record and the wait together. */
-HAR_HIDDEN har_status_t har_cuda_follow_legacy(void *stream, void **event);
+/* Marks the work queued on the legacy default stream so far: an event
+ * recorded there (`*event`, made on first need), which a stream then
+ * follows (har_cuda_follow). Every call, with no query first: under MPS
+ * a cudaStreamQuery cost more than the record and the wait together.
+ * Recorded as the application calls, even where the launch comes later
+ * (the launch thread): recorded then, it would also cover the
+ * application's work queued after the call (its next layer's kernels). */
+HAR_HIDDEN har_status_t har_cuda_mark_legacy(void **event);
+/* `stream` waits for `event`'s last record. */
+HAR_HIDDEN har_status_t har_cuda_follow(void *stream, void *event);
 /* HAR_OK, or HAR_ERR_CUDA after logging what failed (and clearing a
  * non-sticky error: har leaves no error behind for the application). */
 HAR_HIDDEN har_status_t har_cuda_status(int cuda_error, const char *what);

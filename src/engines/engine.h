@@ -36,8 +36,9 @@ typedef struct har_engine {
      * returns (its handle in *op); test says, without waiting, whether it
      * ended (1, its status in *st, the handle gone) or not (0). Calls end
      * in the order they started. NULL: the engine serves blocking calls
-     * only, and the MPI's non-blocking call serves the others. */
-    har_status_t (*start)(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan,
+     * only, and the MPI's non-blocking call serves the others. start may
+     * add to the plan's paths how it went (launcher). */
+    har_status_t (*start)(void *engine, har_node_t *node, const har_call_t *call, har_plan_t *plan,
                           uint64_t no, void **op);
     int (*test)(void *op, har_status_t *st);
     /* A stream-ordered call (har_allreduce_enqueue) whose plan goes ahead

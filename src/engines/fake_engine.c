@@ -54,7 +54,7 @@ static void fake_op_free(fake_op_t *o)
     free(o);
 }
 
-static har_status_t fake_start(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan,
+static har_status_t fake_start(void *engine, har_node_t *node, const har_call_t *call, har_plan_t *plan,
                                uint64_t no, void **op)
 {
     (void)engine; (void)plan; (void)no;

@@ -43,6 +43,7 @@
 #include <string.h>
 #include <cuda_runtime_api.h>
 #include "core/config.h"
+#include "core/launcher.h"
 #include "core/log.h"
 #include "host/numa.h"
 #include "node/machine.h"
@@ -82,11 +83,13 @@ typedef struct ipc {
      * so work the application queues there later waits at most for the
      * one such call in flight (comm/call.c keeps it one per process). The
      * calls MPI_Iallreduce starts go on a non-blocking one (stream.h says
-     * why), ordered after the legacy stream by legacy_seen; a blocking
-     * call queued while they are open waits for them (follow_tail).
-     * `queue`: the one the call being queued goes on. */
+     * why), ordered after the legacy stream by an event their post
+     * records there (legacy_seen, by the call's parity: its launch may
+     * come later, in the launch thread, while the next call is posted); a
+     * blocking call queued while they are open waits for them
+     * (follow_tail). `queue`: the one the call being queued goes on. */
     cudaStream_t stream, started, queue;
-    cudaEvent_t legacy_seen;
+    cudaEvent_t legacy_seen[2];
     /* Every local rank runs the engine's kernels in the order of its calls
      * (a push area, a barrier's epochs serve calls in that order), on
      * whatever stream each went: `tail` is the stream of the last call
@@ -192,6 +195,7 @@ static void ipc_destroy(void *engine)
 {
     ipc_t *d = engine;
     if (!d) return;
+    har_launcher_drain();  /* nothing of its left to launch */
     unwatch(d);
     har_cuda_scope_t scope;
     har_cuda_enter(d->gpu, &scope);
@@ -200,7 +204,8 @@ static void ipc_destroy(void *engine)
     if (d->base) cudaFree(d->base);
     if (d->stream) cudaStreamDestroy(d->stream);
     if (d->started) cudaStreamDestroy(d->started);
-    if (d->legacy_seen) cudaEventDestroy(d->legacy_seen);
+    for (int i = 0; i < 2; i++)
+        if (d->legacy_seen[i]) cudaEventDestroy(d->legacy_seen[i]);
     if (d->tail_end) cudaEventDestroy(d->tail_end);
     if (d->abort_host) cudaFreeHost((void *)d->abort_host);
     if (d->push_host) cudaFreeHost(d->push_host);
@@ -636,9 +641,11 @@ static void stop_failed(ipc_t *d)
 }
 
 /* Queues the barrier kernels of call `no`, its watch in *w. `tell`: on
- * one node, the last chunk's blocks store their end in chunks_done. */
+ * one node, the last chunk's blocks store their end in chunks_done.
+ * `legacy`: the legacy stream's mark that d->queue waits for first (a
+ * started call's), or NULL. */
 static har_status_t launch_chunks(ipc_t *d, har_node_t *node, const har_call_t *call, const har_plan_t *plan,
-                                  uint64_t no, int tell, call_watch_t *w)
+                                  uint64_t no, int tell, cudaEvent_t legacy, call_watch_t *w)
 {
     *w = (call_watch_t){d, node, call, no, BARRIER_CALL_ID(d->epoch), d->max_blocks, "ahead", NULL};
     har_engine_dev_args_t a;
@@ -657,7 +664,7 @@ static har_status_t launch_chunks(ipc_t *d, har_node_t *node, const har_call_t *
     a.differs = d->push_host_dev->differs;
     for (int r = 0; r < d->nranks; r++) a.flags[r] = d->peer[r];
     size_t chunk = har_plan_chunk_elems(plan->chunk_bytes, a.elem);
-    har_status_t st = d->queue == d->started ? har_cuda_follow_legacy(d->started, (void **)&d->legacy_seen) : HAR_OK;
+    har_status_t st = legacy ? har_cuda_follow(d->queue, legacy) : HAR_OK;
     if (st == HAR_OK && node->nnodes > 1) {
         har_cuda_watch_t watch = {NULL, stop_call, w};
         if ((st = across_buffers(d, plan->inter)) == HAR_OK)
@@ -709,7 +716,7 @@ static har_status_t run_chunks(ipc_t *d, har_node_t *node, const har_call_t *cal
     call_watch_t w;
     int ahead = (plan->paths & HAR_BIT(AHEAD)) != 0, tell = node->nnodes == 1;
     har_cuda_watch_t watch = {ahead ? ahead_poll : NULL, stop_call, &w};
-    har_status_t st = launch_chunks(d, node, call, plan, node->call, tell, &w);
+    har_status_t st = launch_chunks(d, node, call, plan, node->call, tell, NULL, &w);
     chunks_wait_t ended = last_launched(d);
     if (st == HAR_OK)
         st = tell ? har_cuda_wait_flags(d->stream, chunks_done, &ended, node, &watch, "device")
@@ -737,9 +744,9 @@ static int push_done(void *ctx)
 /* Launches push call `no` (ipc_kernels.cu) on the blocks its lines need,
  * its watch in *w. `after`: the push call it waits for (follow_tail).
  * `captured`: into a CUDA graph, on the graphs' push area, numbered on the
- * GPU at each replay (w->id is then 0). */
+ * GPU at each replay (w->id is then 0). `legacy`: as for launch_chunks. */
 static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *call, uint64_t no, uint64_t after,
-                                int captured, call_watch_t *w)
+                                int captured, cudaEvent_t legacy, call_watch_t *w)
 {
     har_push_args_t a;
     memset(&a, 0, sizeof a);
@@ -767,7 +774,7 @@ static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *ca
     if (captured) a.counter = d->graph_counter, a.parity_bytes = d->push_parity;
     else a.done_dev = d->done_dev, a.after = after, a.after_blocks = d->tail_push_blocks;
     int grid = har_dev_push_grid(call->count, call->red.elem_size, d->push_blocks);
-    if (d->queue != d->started || (st = har_cuda_follow_legacy(d->started, (void **)&d->legacy_seen)) == HAR_OK) {
+    if (!legacy || (st = har_cuda_follow(d->queue, legacy)) == HAR_OK) {
         /* A queued call's kernel is launched early: on the application's
          * stream it mostly follows a kernel (the call before it, the
          * application's own), whose end it then meets without waiting for
@@ -785,7 +792,7 @@ static har_status_t launch_push(ipc_t *d, har_node_t *node, const har_call_t *ca
 static har_status_t run_push(ipc_t *d, har_node_t *node, const har_call_t *call, uint64_t after)
 {
     call_watch_t w;
-    har_status_t st = launch_push(d, node, call, node->call, after, 0, &w);
+    har_status_t st = launch_push(d, node, call, node->call, after, 0, NULL, &w);
     if (st != HAR_OK) return st;
     har_cuda_watch_t watch = {ahead_poll, stop_call, &w};
     push_wait_t flags = {d, w.id, w.blocks};
@@ -837,20 +844,72 @@ static har_status_t ipc_run(void *engine, har_node_t *node, const har_call_t *ca
 }
 
 /* A non-blocking call on its way (start/test): its own copy of the call,
- * which its watch points at. */
+ * which its watch points at, and what its launch needs, in whichever
+ * thread makes it. */
 typedef struct {
     har_call_t call;
     call_watch_t watch;
     int push;
     chunks_wait_t ended;          /* on the barrier kernels: their blocks tell their end there */
     double waited_from, checked;  /* when a test first found it running; its last liveness check */
+    ipc_t *d;
+    har_node_t *node;
+    har_plan_t plan;
+    uint64_t no;
+    void *ctx;                    /* the posting thread's CUDA context */
+    cudaEvent_t legacy;           /* the legacy stream's work before the post */
+    har_status_t launch_st;
+    _Atomic int launched;         /* launch_st, watch and ended are set (release) */
 } ipc_op_t;
 
+/* Engines with started calls open in this process. A call is handed to
+ * the launch thread only where no other engine (communicator) has one
+ * (DESIGN.md note 71): a launch held behind a cudaFree in the
+ * application's thread, which waits for this rank's launched kernels,
+ * which wait for a peer's launch held the same way, ends as long as every
+ * rank launches one sequence of calls in the same order. */
+static _Atomic int engines_open;
+
+/* A started call's kernels, after the call before it and after the
+ * legacy stream's work before the post; in the launch thread or in the
+ * posting one. Every other use of d waits for the launch thread first
+ * (har_launcher_drain: comm/call.c before any blocking or queued call,
+ * ipc_destroy), so d is one thread's at a time. */
+static void launch_op(void *arg)
+{
+    ipc_op_t *o = arg;
+    ipc_t *d = o->d;
+    void *was = har_cuda_context_save();
+    if (was != o->ctx) har_cuda_context_restore(o->ctx);
+    d->queue = d->started;
+    uint64_t after;
+    har_status_t st = follow_tail(d, o->push ? &after : NULL);
+    if (st == HAR_OK && o->push) st = launch_push(d, o->node, &o->call, o->no, after, 0, o->legacy, &o->watch);
+    else if (st == HAR_OK) st = launch_chunks(d, o->node, &o->call, &o->plan, o->no, 1, o->legacy, &o->watch);
+    if (!o->push) o->ended = last_launched(d);
+    if (st == HAR_OK) {
+        d->tail = d->started;
+        d->tail_push = o->push ? o->watch.id : 0;
+        d->tail_push_blocks = o->watch.blocks;
+    }
+    if (was != o->ctx) har_cuda_context_restore(was);
+    o->launch_st = st;
+    atomic_store_explicit(&o->launched, 1, memory_order_release);
+}
+
+static void op_closed(ipc_t *d)
+{
+    if (--d->open_ops == 0) atomic_fetch_sub(&engines_open, 1);
+}
+
 /* Queues a call whose buffers are on this GPU, as run_push or run_chunks
- * would, and returns. One node only: across nodes comm/call.c serves a
- * started call on the blocking path. */
-static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *call, const har_plan_t *plan,
-                              uint64_t no, void **op)
+ * would, and returns: its launch handed to the launch thread where it may
+ * be (core/launcher.h), its failure then found by the first test. The
+ * legacy stream's mark is made here, as the application calls. One node
+ * only: across nodes comm/call.c serves a started call on the blocking
+ * path. */
+static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *call, har_plan_t *plan, uint64_t no,
+                              void **op)
 {
     ipc_t *d = engine;
     ipc_op_t *o = calloc(1, sizeof *o);
@@ -860,29 +919,32 @@ static har_status_t ipc_start(void *engine, har_node_t *node, const har_call_t *
     }
     o->call = *call;
     o->push = (plan->paths & HAR_BIT(PUSH)) != 0;
-    har_cuda_scope_t scope;
-    har_status_t st = har_cuda_enter(d->gpu, &scope);
+    o->d = d;
+    o->node = node;
+    o->plan = *plan;
+    o->no = no;
     /* No wait for the blocking stream: the host saw each blocking call end
      * before it returned (a push kernel writes its flags after its last
-     * access to the segments). */
-    d->queue = d->started;
-    uint64_t after;
-    if (st == HAR_OK) st = follow_tail(d, o->push ? &after : NULL);
-    /* The barrier kernels' blocks tell their end in host memory, as for a
-     * blocking call: a test that queried an event would go through the MPS
-     * server where ranks share a GPU, as dear as a launch. */
-    if (st == HAR_OK && o->push) st = launch_push(d, node, &o->call, no, after, 0, &o->watch);
-    else if (st == HAR_OK) st = launch_chunks(d, node, &o->call, plan, no, 1, &o->watch);
-    if (!o->push) o->ended = last_launched(d);
+     * access to the segments). The barrier kernels' blocks tell their end
+     * in host memory, as for a blocking call: a test that queried an event
+     * would go through the MPS server where ranks share a GPU, as dear as
+     * a launch. */
+    har_cuda_scope_t scope;
+    har_status_t st = har_cuda_enter(d->gpu, &scope);
+    if (st == HAR_OK) st = har_cuda_mark_legacy((void **)&d->legacy_seen[no & 1]);
+    if (st == HAR_OK) {
+        o->ctx = har_cuda_context_save();
+        o->legacy = d->legacy_seen[no & 1];
+        int alone = atomic_load(&engines_open) == (d->open_ops > 0);
+        if (d->open_ops++ == 0) atomic_fetch_add(&engines_open, 1);
+        if (har_launcher_run(launch_op, o, alone)) plan->paths |= HAR_BIT(LAUNCHER);
+        else if ((st = o->launch_st) != HAR_OK) op_closed(d);
+    }
     har_cuda_leave(&scope);
     if (st != HAR_OK) {
         free(o);
         return st;
     }
-    d->tail = d->started;
-    d->tail_push = o->push ? o->watch.id : 0;
-    d->tail_push_blocks = o->watch.blocks;
-    d->open_ops++;
     *op = o;
     return HAR_OK;
 }
@@ -896,10 +958,21 @@ static int ipc_test(void *op, har_status_t *st)
 {
     ipc_op_t *o = op;
     call_watch_t *w = &o->watch;
-    ipc_t *d = w->d;
+    ipc_t *d = o->d;
+    *st = HAR_OK;
+    if (!atomic_load_explicit(&o->launched, memory_order_acquire)) return 0;  /* the launch thread has it */
+    if (o->launch_st != HAR_OK) {
+        /* Launched in the launch thread, and failed: never pushed, its
+         * peers wait until the caller fails the segment. */
+        *st = o->launch_st;
+        har_launcher_drain();
+        stop_failed(d);
+        op_closed(d);
+        free(o);
+        return 1;
+    }
     push_wait_t flags = {d, w->id, w->blocks};
     int ended = o->push ? push_done(&flags) : chunks_done(&o->ended);
-    *st = HAR_OK;
     if (!ended) {
         double now = har_node_seg_now();
         if (!o->waited_from) o->waited_from = o->checked = now;
@@ -917,7 +990,7 @@ static int ipc_test(void *op, har_status_t *st)
          * flight stops every kernel of this engine. */
         *st = har_node_failed(w->node) ? HAR_ERR_PEER_FAILED : recorded_difference(w);
     }
-    d->open_ops--;
+    op_closed(d);
     free(o);
     return 1;
 }
@@ -1145,7 +1218,7 @@ static har_status_t ipc_enqueue(void *engine, har_node_t *node, const har_call_t
                                  "copy to the GPU");
     }
     call_watch_t w;
-    if (st == HAR_OK) st = launch_push(d, node, &staged, no, after, captured, &w);
+    if (st == HAR_OK) st = launch_push(d, node, &staged, no, after, captured, NULL, &w);
     d->enq_node = node;
     atomic_store(&d->enq_call, no);
     if (st == HAR_OK && captured) {

@@ -1,11 +1,13 @@
 /* Memory-ordering stress on device buffers: many back-to-back all-reduces of
  * random sizes, random delays before some ranks' calls, every result
  * checked exactly (small integers in floats, so sums are exact).
- *   stress [--iters N] [--seed S] [--expect PATH]... [--refuse PATH]... [--host-first] [--hog SECONDS]
+ *   stress [--iters N] [--seed S] [--expect PATH]... [--refuse PATH]... [--some PATH] [--host-first] [--hog SECONDS]
  *          [--small | --medium | --large] [--late-input] [--nonblocking K]
  *          [--host-buffers odd|all]
  * --expect PATH: har's counter of PATH (or of a call, "iallreduce") grew by
- * at least the calls made; --refuse PATH: it did not grow.
+ * at least the calls made; --refuse PATH: it did not grow; --some PATH: it
+ * grew on every rank (a path taken by some calls only: "launcher", whose
+ * thread sleeps through the longer delays), and how much is printed.
  * --small: every call up to 4096 floats (16 KiB), the push kernels' sizes;
  * --medium: every call from 64 KiB + 4 bytes to 1 MiB, barrier kernels
  * that go ahead of the arrival (HAR_DEVICE_AHEAD_MAX); --large: every call
@@ -58,7 +60,7 @@ int main(int argc, char **argv)
     }
     long iters = 100000;
     uint64_t seed = 1;
-    int expect[4], nexpect = 0, refuse[4], nrefuse = 0, host_first = 0, small = 0, medium = 0, large = 0,
+    int expect[4], nexpect = 0, refuse[4], nrefuse = 0, some = -2, host_first = 0, small = 0, medium = 0, large = 0,
         late_input = 0, batch_max = 1, nonblocking = 0, host_odd = 0, host_all = 0;
     double hog = 0;
     for (int a = 1; a < argc; a++) {
@@ -82,6 +84,8 @@ int main(int argc, char **argv)
             expect[nexpect++] = har_counter_index(argv[++a]);
         else if (a + 1 < argc && !strcmp(argv[a], "--refuse") && nrefuse < 4)
             refuse[nrefuse++] = har_counter_index(argv[++a]);
+        else if (a + 1 < argc && !strcmp(argv[a], "--some"))
+            some = har_counter_index(argv[++a]);
     }
     MPI_Init(&argc, &argv);
     int rank, size, local;
@@ -217,13 +221,18 @@ int main(int argc, char **argv)
             served = expect[k] < 0 ? 0 : (long)(after[expect[k]] - before[expect[k]]);
     for (int k = 0; k < nrefuse; k++)
         if (refuse[k] < 0 || after[refuse[k]] != before[refuse[k]]) served = 0;
-    long totals[3] = {bad, served == iters ? 0 : 1, late_calls}, sums[3];
-    MPI_Reduce(totals, sums, 3, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);  /* not MPI_Allreduce: not under test */
-    MPI_Bcast(sums, 3, MPI_LONG, 0, MPI_COMM_WORLD);
-    if (rank == 0)
+    long grew = some >= 0 ? (long)(after[some] - before[some]) : 0;
+    if (some != -2 && grew == 0) served = 0;
+    long totals[4] = {bad, served == iters ? 0 : 1, late_calls, grew}, sums[4];
+    MPI_Reduce(totals, sums, 4, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);  /* not MPI_Allreduce: not under test */
+    MPI_Bcast(sums, 4, MPI_LONG, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
         printf("stress: %d ranks, %ld calls each (seed %llu): %ld wrong results, expected paths on every call: %s; "
-               "%ld calls with late input (all ranks)\n",
+               "%ld calls with late input (all ranks)",
                size, iters, (unsigned long long)seed, sums[0], sums[1] ? "NO" : "yes", sums[2]);
+        if (some != -2) printf("; %ld calls on the --some path (all ranks)", sums[3]);
+        printf("\n");
+    }
     for (int j = 0; j < batch_max; j++) {
         cudaFree(devs[j]);
         free(hosts[j]);
