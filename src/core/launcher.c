@@ -23,6 +23,7 @@
 static struct {
     pthread_t id;
     int made, failed;                    /* the caller's: made once, or could not be */
+    double last_call;                    /* the caller's: when it last had a piece */
     struct { har_launch_fn_t fn; void *arg; } ring[LAUNCHER_RING];
     _Atomic uint64_t head;               /* pieces handed off (the caller writes) */
     _Atomic uint64_t tail;               /* pieces run (the thread writes) */
@@ -143,8 +144,16 @@ int har_launcher_run(har_launch_fn_t fn, void *arg, int may_hand)
 {
     if (may_hand && launcher_made() && !atomic_load(&L.stop)) {
         uint64_t handed = atomic_load_explicit(&L.head, memory_order_relaxed);
+        double now = now_s(), since = now - L.last_call;
+        L.last_call = now;
         if (atomic_load(&L.asleep)) {
-            wake();  /* for the next piece: this one would wait for the scheduler */
+            /* This piece would wait for the scheduler: it runs here. The
+             * thread is woken for the next only where pieces come closer
+             * together than its idle time, as in a loop of calls; one
+             * that comes alone, as a training step's buckets a millisecond
+             * apart do, would pay the wake (a system call) and find the
+             * thread asleep again at the next. */
+            if (since < LAUNCHER_IDLE_NS * 1e-9) wake();
         } else if (handed - atomic_load_explicit(&L.tail, memory_order_acquire) < LAUNCHER_RING) {
             L.ring[handed % LAUNCHER_RING].fn = fn;
             L.ring[handed % LAUNCHER_RING].arg = arg;
