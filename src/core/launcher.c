@@ -33,6 +33,18 @@ static struct {
     pthread_cond_t wake;
 } L = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
+/* One look's wait while the thread spins: the processor's spin hint, which
+ * leaves a hyperthread sibling (the application's thread, perhaps) its
+ * share of the core. */
+static inline void spin_hint(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 static double now_s(void)
 {
     struct timespec t;
@@ -73,7 +85,7 @@ static void *launcher_main(void *arg)
     (void)arg;
     uint64_t ran = atomic_load(&L.tail);
     double idle_from = now_s();
-    for (;;) {
+    for (unsigned looks = 1;; looks++) {
         if (atomic_load_explicit(&L.head, memory_order_acquire) != ran) {
             L.ring[ran % LAUNCHER_RING].fn(L.ring[ran % LAUNCHER_RING].arg);
             atomic_store_explicit(&L.tail, ++ran, memory_order_release);
@@ -81,8 +93,15 @@ static void *launcher_main(void *arg)
             continue;
         }
         if (atomic_load(&L.stop)) break;
+        if (looks % 64) {
+            /* A system call per look (sched_yield) slowed the other
+             * threads of a 16-vCPU machine with 4 ranks: their launches
+             * and syncs took 1.7 us more (DESIGN.md note 71). */
+            spin_hint();
+            continue;
+        }
         if (now_s() - idle_from < LAUNCHER_IDLE_NS * 1e-9) {
-            sched_yield();  /* a rank's threads may share a core */
+            sched_yield();  /* now and then: a rank's threads may share a core */
             continue;
         }
         sleep_until_handed(ran);

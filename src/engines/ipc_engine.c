@@ -879,8 +879,9 @@ static void launch_op(void *arg)
 {
     ipc_op_t *o = arg;
     ipc_t *d = o->d;
-    void *was = har_cuda_context_save();
-    if (was != o->ctx) har_cuda_context_restore(o->ctx);
+    /* In the launch thread, the poster's context; in the poster, the
+     * same. Left current: the thread works in no other. */
+    if (har_cuda_context_save() != o->ctx) har_cuda_context_restore(o->ctx);
     d->queue = d->started;
     uint64_t after;
     har_status_t st = follow_tail(d, o->push ? &after : NULL);
@@ -892,7 +893,6 @@ static void launch_op(void *arg)
         d->tail_push = o->push ? o->watch.id : 0;
         d->tail_push_blocks = o->watch.blocks;
     }
-    if (was != o->ctx) har_cuda_context_restore(was);
     o->launch_st = st;
     atomic_store_explicit(&o->launched, 1, memory_order_release);
 }
