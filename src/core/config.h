@@ -81,8 +81,8 @@ enum { LOCAL = 0, RANK0 = 1 };
       "1: each rank that crosses nodes holds a TCP connection to its ring neighbours on other nodes, whose closing tells of a death that no local peer is left to report (one rank per node, or a whole node's ranks); 0: none, and HAR_TIMEOUT alone bounds such waits") \
     X(progress_thread, HAR_T_BOOL, "1", RANK0, 0, 1, NULL,                                      \
       "under MPI_THREAD_MULTIPLE, a thread of har's moves MPI_Iallreduce and persistent starts across nodes (made at the first; it sleeps while none runs); 0: the MPI serves them there (staged on device buffers)") \
-    X(launch_thread, HAR_T_ENUM, "auto", LOCAL, 0, 0, "auto,0,1",                                \
-      "1: MPI_Iallreduce and MPI_Start on har's kernels hand the launch to a thread of har's and return before it (the thread spins 200 us after its last launch, then sleeps; a call that finds it asleep launches itself, and wakes it if it came within 200 us of the call before); 0: every call launches its own kernels; auto: 1 where the process may run on two cores or more") \
+    X(launch_thread, HAR_T_ENUM, "0", LOCAL, 0, 0, "auto,0,1",                                   \
+      "1: MPI_Iallreduce and MPI_Start on har's kernels hand the launch to a thread of har's and return before it, leaving more of the call to overlap with host work, at some cost to the call's own time and to other calls beside the spinning thread (docs/PERFORMANCE.md; the thread spins 200 us after its last launch, then sleeps; a call that finds it asleep launches itself, and wakes it if it came within 200 us of the call before); 0: every call launches its own kernels; auto: 1 where the process may run on two cores or more") \
     X(check, HAR_T_BOOL, "0", RANK0, 0, 1, NULL,                                                \
       "1: checking mode: every slot and shard checksummed by its writer and verified by each reader, results compared across ranks; the first difference fails the call naming writer, reader and shard (NCCL and the IPC kernels are not used)") \
     HAR_TEST_VAR_LIST(X)

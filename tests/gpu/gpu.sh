@@ -142,23 +142,23 @@ else
     done
     # MPI_Iallreduce on a communicator a blocking call set up: har's own
     # kernels serve it (calls that go ahead), the request completes when
-    # they end; several in flight, every completion call; some calls hand
-    # their launch to har's thread (HAR_LAUNCH_THREAD), the others, after
-    # the longer delays, find it asleep and launch themselves.
+    # they end; several in flight, every completion call; with
+    # HAR_LAUNCH_THREAD=1 some calls hand their launch to har's thread, the
+    # others, after the longer delays, find it asleep and launch themselves.
     for np in 2 4 8; do
         check "stress, $np ranks under MPS: 100000 MPI_Iallreduce to 16 KiB, up to 8 in flight on the push kernels, random completion calls and delays, every result checked" \
-            env HAR_TIMEOUT=120 $mpi $np "$stress" --iters 100000 --small --nonblocking 8 --seed $seed --expect push --some launcher
+            env HAR_TIMEOUT=120 HAR_LAUNCH_THREAD=1 $mpi $np "$stress" --iters 100000 --small --nonblocking 8 --seed $seed --expect push --some launcher
     done
     # A started call runs on har's own stream: the input a kernel on the
     # legacy default stream is still writing must land first.
     for np in 4 8; do
         check "stress, $np ranks under MPS: 20000 MPI_Iallreduce to 16 KiB, input still written on the legacy default stream in 1 call in 4, up to 8 in flight, every result checked" \
-            env HAR_TIMEOUT=120 $mpi $np "$stress" --iters 20000 --small --nonblocking 8 --late-input --seed $seed --expect push --some launcher
+            env HAR_TIMEOUT=120 HAR_LAUNCH_THREAD=1 $mpi $np "$stress" --iters 20000 --small --nonblocking 8 --late-input --seed $seed --expect push --some launcher
     done
     for run in 2:20000 4:20000 8:10000; do
         np=${run%:*} iters=${run#*:}
         check "stress, $np ranks under MPS: $iters MPI_Iallreduce of 64 KiB to 1 MiB, up to 8 in flight on the barrier kernels gone ahead, every result checked" \
-            env HAR_TIMEOUT=120 $mpi $np "$stress" --iters $iters --medium --nonblocking 8 --seed $seed --expect ipc --expect ahead --some launcher
+            env HAR_TIMEOUT=120 HAR_LAUNCH_THREAD=1 $mpi $np "$stress" --iters $iters --medium --nonblocking 8 --seed $seed --expect ipc --expect ahead --some launcher
     done
     # Past HAR_DEVICE_AHEAD_MAX non-blocking calls still go ahead (to
     # HAR_DEVICE_START_MAX), where blocking ones wait at the arrival; a rank
@@ -169,7 +169,7 @@ else
     for run in 2:2000 4:2000 8:1000; do
         np=${run%:*} iters=${run#*:}
         check "stress, $np ranks under MPS: $iters MPI_Iallreduce of 1 to 8 MiB, up to 8 in flight on the barrier kernels gone ahead, every result checked" \
-            env HAR_TIMEOUT=120 $mpi $np "$stress" --iters $iters --large --nonblocking 8 --seed $seed --expect ipc --expect ahead --some launcher
+            env HAR_TIMEOUT=120 HAR_LAUNCH_THREAD=1 $mpi $np "$stress" --iters $iters --large --nonblocking 8 --seed $seed --expect ipc --expect ahead --some launcher
     done
     check "stress, 4 ranks under MPS: 1000 blocking calls of 1 to 8 MiB, after an arrival on the host, every result checked" \
         env HAR_TIMEOUT=120 $mpi 4 "$stress" --iters 1000 --large --seed $seed --expect ipc
