@@ -12,9 +12,8 @@
 
 /* How long the thread spins for the next piece after its last one before
  * it sleeps: an application that posts a call every few tens of
- * microseconds (a loop of MPI_Iallreduce, a training step's buckets)
- * finds it awake; one idle for longer pays one launch in its own thread
- * and the wake. */
+ * microseconds (a loop of MPI_Iallreduce) finds it awake; one idle for
+ * longer launches in its own thread (har_launcher_run). */
 #define LAUNCHER_IDLE_NS 200000
 /* Pieces handed off and not yet run: comm/call.c keeps at most two calls
  * in flight per communicator, and hands off only one communicator's. */
