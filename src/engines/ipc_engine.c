@@ -445,7 +445,7 @@ static har_status_t follow_tail(ipc_t *d, uint64_t *after)
     har_status_t st = HAR_OK;
     if (d->tail == d->started && (st = tail_event(d)) == HAR_OK)
         st = har_cuda_status(cudaEventRecord(d->tail_end, d->tail), "cudaEventRecord");
-    return st == HAR_OK ? har_cuda_status(cudaStreamWaitEvent(d->queue, d->tail_end, 0), "cudaStreamWaitEvent") : st;
+    return st == HAR_OK ? har_cuda_follow(d->queue, d->tail_end) : st;
 }
 
 /* Chunk `done` of the call in args `a`: its place and the next slot in turn. */
